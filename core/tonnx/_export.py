@@ -1,0 +1,165 @@
+"""``tonnx.to_onnx``: torch.export, then the interpreter, the basic passes and the proto."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ._errors import ExportFailedError, OutputFileError, TonnxError
+
+#: Models whose initializers exceed this are written with external data when saved.
+EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
+
+
+def to_onnx(
+    model: Any,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    dynamic_shapes: Any = None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    target_opset: int | dict[str, int] = 18,
+    dispatcher: Any = None,
+    optimize: bool = True,
+    filename: str | os.PathLike | None = None,
+    external_data: bool | None = None,
+    strict: bool = False,
+    verbose: int = 0,
+):
+    """Exports ``model`` (an ``nn.Module`` or an ``ExportedProgram``) to ``onnx.ModelProto``.
+
+    - ``dynamic_shapes``: as for ``torch.export.export``; a dimension may also be given as
+      a string (``{0: "batch"}``), which also names it in the ONNX model.
+    - ``target_opset``: main-domain opset (18 to 23), or ``{"": 23, "com.microsoft": 1}``.
+    - ``dispatcher``: a :class:`tonnx.Dispatcher` with in-house converters, fallback packs
+      or pack switches; the default one uses the installed packs and has no fallback.
+    - ``optimize``: run the builder's passes (identity removal, folding, dead code).
+    - ``filename``: also write the model there, atomically; with ``external_data`` (default:
+      when weights exceed 2 GB) large initializers go to ``<filename>.data``.
+    - ``strict``: passed to ``torch.export.export``.
+    """
+    import torch
+
+    from .builder import GraphBuilder
+    from .dispatch._dispatcher import DEFAULT_DISPATCHER
+    from .dispatch._manager import default_manager
+    from .interpreter import _dynamic_shapes, _mutations
+    from .interpreter._interpreter import Interpreter
+    from .interpreter._values import ShapeNamer
+
+    kwargs = dict(kwargs or {})
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    opsets = {"": target_opset} if isinstance(target_opset, int) else dict(target_opset)
+    main_opset = opsets.setdefault("", 18)
+    if not 18 <= main_opset <= 23:
+        raise TonnxError(f"target_opset={main_opset} is not supported; choose 18 to 23.")
+    dispatcher = dispatcher if dispatcher is not None else DEFAULT_DISPATCHER
+    filename = os.fspath(filename) if filename is not None else None
+    if filename is not None:
+        _check_writable(filename)
+
+    if isinstance(model, torch.export.ExportedProgram):
+        ep, dim_names = model, {}
+    else:
+        spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
+        ep = _export(model, args, kwargs, spec, strict)
+        dim_names = _dynamic_shapes.symbol_names(ep, args, kwargs, named)
+    if _mutations.needs_functionalization(ep.graph):
+        ep = ep.run_decompositions({})
+
+    manager = default_manager()
+    registry = manager.registry(main_opset, dispatcher)
+    config = manager.pack_config(dispatcher)
+    for spec_ in registry.packs.values():
+        if spec_ is not None:
+            for domain, version in spec_.domains.items():
+                opsets.setdefault(domain, version)
+    g = GraphBuilder(opsets)
+    interpreter = Interpreter(
+        g,
+        registry,
+        namer=ShapeNamer(dim_names),
+        on_missing=lambda missing: manager.not_found_error(missing, registry, config),
+        input_names=list(input_names or []),
+        output_names=list(output_names or []),
+    )
+    interpreter.run(ep)
+    if optimize:
+        g.optimize()
+    _drop_unused_domains(g)
+    g.metadata_props["pkg.tonnx.packs"] = ", ".join(
+        f"{n} {manager.versions.get(n, '')}".strip() for n in registry.packs if registry.packs[n]
+    )
+    if interpreter.fallback_ops:
+        g.metadata_props["pkg.tonnx.fallback_ops"] = ", ".join(
+            f"{k} x{v}" for k, v in sorted(interpreter.fallback_ops.items())
+        )
+    g.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(
+        ep.range_constraints
+    )
+    if filename is None:
+        return g.to_onnx()
+    return _save(g, filename, external_data)
+
+
+def _export(model, args, kwargs, dynamic_shapes, strict):
+    import torch
+
+    try:
+        return torch.export.export(
+            model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict
+        )
+    except Exception as e:
+        raise ExportFailedError(
+            f"torch.export.export could not trace the model (this is torch.export's failure, "
+            f"not tonnx's; fix the model or the inputs, or pass an ExportedProgram): "
+            f"{type(e).__name__}: {e}"
+        ) from e
+
+
+def _drop_unused_domains(g) -> None:
+    used = {n.domain for n in g.nodes}
+    for domain in [d for d in g.opsets if d and d not in used]:
+        del g.opsets[domain]
+
+
+def _check_writable(filename: str) -> None:
+    folder = os.path.dirname(os.path.abspath(filename))
+    if not os.path.isdir(folder):
+        raise OutputFileError(f"Cannot write {filename!r}: folder {folder!r} does not exist.")
+    if not os.access(folder, os.W_OK):
+        raise OutputFileError(f"Cannot write {filename!r}: folder {folder!r} is not writable.")
+
+
+def _save(g, filename: str, external_data: bool | None):
+    from .builder import ExternalDataWriter, write_model
+    from .builder._constants import as_numpy
+
+    if external_data is None:
+        total = sum(as_numpy(v).nbytes for v in g.constants.values())
+        external_data = total > EXTERNAL_DATA_THRESHOLD
+    if not external_data:
+        model = g.to_onnx()
+        try:
+            write_model(model, filename)
+        except OSError as e:
+            raise OutputFileError(f"Cannot write {filename!r}: {e}") from e
+        return model
+    location = os.path.basename(filename) + ".data"
+    data_path = os.path.join(os.path.dirname(os.path.abspath(filename)), location)
+    tmp_data = f"{data_path}.tmp{os.getpid()}"
+    writer = ExternalDataWriter(tmp_data, location)
+    try:
+        model = g.to_onnx(external_data=writer)
+        writer.close()
+        os.replace(tmp_data, data_path)
+        write_model(model, filename)
+    except OSError as e:
+        raise OutputFileError(f"Cannot write {filename!r}: {e}") from e
+    finally:
+        writer.close()
+        if os.path.exists(tmp_data):
+            os.remove(tmp_data)
+    return model

@@ -1,0 +1,335 @@
+"""GraphBuilder: names, types, shapes, constants and nodes of the ONNX graph being built."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._errors import TonnxError
+from . import _constants, _debug, _folding, _passes, _serialize, _type_inference
+from ._node import Node
+from ._shortcut import OpShortcut
+
+#: Shape of a result: ints for static dimensions, strings for symbolic ones.
+Shape = tuple  # tuple[int | str, ...]
+
+SUPPORTED_OPSETS = range(18, 24)
+
+
+class GraphBuilder:
+    """Container of the ONNX graph under construction.
+
+    Converters receive it as ``g`` and add nodes with ``g.op.<OpType>(...)`` or
+    :meth:`make_node`. It tracks, for every result, its element type and (when known) its
+    shape, with symbolic dimensions as strings; it stores constants as numpy arrays or
+    torch tensors until :meth:`to_onnx` so that weights are copied once, when serialized.
+    """
+
+    def __init__(
+        self,
+        target_opset: int | dict[str, int] = 18,
+        *,
+        ir_version: int | None = None,
+        parent: GraphBuilder | None = None,
+    ):
+        opsets = {"": target_opset} if isinstance(target_opset, int) else dict(target_opset)
+        opsets.setdefault("", 18)
+        self.opsets: dict[str, int] = opsets
+        self.main_opset: int = opsets[""]
+        self.ir_version = ir_version
+        self.parent = parent
+        # Names are unique across a graph and all its subgraphs (no shadowing in ONNX).
+        self._name_counters: dict[str, int] = parent._name_counters if parent else {}
+        self._node_name_counters: dict[str, int] = parent._node_name_counters if parent else {}
+        #: every result defined in this graph (inputs, constants, node outputs)
+        self.results: set[str] = set()
+        self.types: dict[str, int] = {}
+        self.shapes: dict[str, Shape] = {}
+        #: initializers and folded results: name -> numpy array or torch tensor
+        self.constants: dict[str, Any] = {}
+        self._small_constants: dict[tuple, str] = {}
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.nodes: list[Node] = []
+        #: metadata attached to every node added; the interpreter sets it per FX node
+        self.current_metadata: dict[str, str] | None = None
+        #: prefix of node names, usually the converter's op, so a node leads back to it
+        self.node_prefix: str = "n"
+        #: what the interpreter is doing, quoted by get_debug_msg
+        self.debug_context: dict[str, Any] = {}
+        self.metadata_props: dict[str, str] = {}
+        self.op = OpShortcut(self)
+
+    # -- names ------------------------------------------------------------------------------
+
+    def unique_name(self, prefix: str) -> str:
+        """A result name not used anywhere in this graph or its parents/subgraphs."""
+        counters = self._name_counters
+        count = counters.get(prefix)
+        if count is None:
+            counters[prefix] = 1
+            return prefix
+        while True:
+            candidate = f"{prefix}_{count}"
+            count += 1
+            if candidate not in counters:
+                counters[prefix] = count
+                counters[candidate] = 1
+                return candidate
+
+    def reserve_name(self, name: str) -> str:
+        """Takes ``name`` exactly; fails if it is already used."""
+        if name in self._name_counters:
+            raise TonnxError(f"Result name {name!r} is already used.{self.get_debug_msg()}")
+        self._name_counters[name] = 1
+        return name
+
+    def _claim_output(self, name: str) -> str:
+        """Takes ``name`` for a new result; it may be reserved but not yet defined."""
+        if name in self.results:
+            raise TonnxError(f"Result {name!r} is defined twice.{self.get_debug_msg()}")
+        self._name_counters.setdefault(name, 1)
+        self.results.add(name)
+        return name
+
+    def _unique_node_name(self, prefix: str) -> str:
+        counters = self._node_name_counters
+        count = counters.get(prefix, 0)
+        counters[prefix] = count + 1
+        return prefix if count == 0 else f"{prefix}_{count}"
+
+    def has_name(self, name: str) -> bool:
+        """True if ``name`` is a known result here or in an enclosing graph."""
+        g = self
+        while g is not None:
+            if name in g.results:
+                return True
+            g = g.parent
+        return False
+
+    # -- types and shapes -----------------------------------------------------------------------
+
+    def set_type(self, name: str, elem_type: int) -> None:
+        self.types[name] = elem_type
+
+    def get_type(self, name: str) -> int:
+        """ONNX element type of ``name``; every result has one."""
+        g = self
+        while g is not None:
+            found = g.types.get(name)
+            if found is not None:
+                return found
+            g = g.parent
+        raise TonnxError(f"Type of {name!r} is unknown.{self.get_debug_msg()}")
+
+    def has_type(self, name: str) -> bool:
+        return name in self.types or (self.parent is not None and self.parent.has_type(name))
+
+    def set_shape(self, name: str, shape: Shape) -> None:
+        self.shapes[name] = shape
+
+    def get_shape(self, name: str) -> Shape | None:
+        """Shape of ``name`` (ints and symbolic strings), None when unknown."""
+        g = self
+        while g is not None:
+            found = g.shapes.get(name)
+            if found is not None:
+                return found
+            g = g.parent
+        return None
+
+    def get_rank(self, name: str) -> int:
+        shape = self.get_shape(name)
+        if shape is None:
+            raise TonnxError(f"Rank of {name!r} is unknown.{self.get_debug_msg()}")
+        return len(shape)
+
+    def has_shape(self, name: str) -> bool:
+        return self.get_shape(name) is not None
+
+    # -- constants ------------------------------------------------------------------------------
+
+    def is_constant(self, name: str) -> bool:
+        g = self
+        while g is not None:
+            if name in g.constants:
+                return True
+            g = g.parent
+        return False
+
+    def get_constant(self, name: str) -> np.ndarray:
+        """Value of a constant result as a numpy array (a view, never a copy of weights)."""
+        g = self
+        while g is not None:
+            if name in g.constants:
+                return _constants.as_numpy(g.constants[name])
+            g = g.parent
+        raise TonnxError(f"{name!r} is not a constant.{self.get_debug_msg()}")
+
+    def make_initializer(self, name: str, value: Any, *, dedup: bool = True) -> str:
+        """Adds an initializer; small values equal to an existing one share its name.
+
+        ``value`` is a numpy array, a torch tensor or a python scalar/list (converted to
+        numpy). Large tensors are stored as given, serialized only by :meth:`to_onnx`.
+        """
+        value = _constants.normalize(value)
+        key = _constants.dedup_key(value) if dedup else None
+        if key is not None:
+            existing = self._small_constants.get(key)
+            if existing is not None and not name:
+                return existing
+        name = self.reserve_name(name) if name else self.unique_name(_constants.auto_name(value))
+        self.results.add(name)
+        self.constants[name] = value
+        self.types[name] = _constants.elem_type(value)
+        self.shapes[name] = tuple(value.shape)
+        if key is not None:
+            self._small_constants.setdefault(key, name)
+        return name
+
+    # -- inputs and outputs -------------------------------------------------------------------
+
+    def make_tensor_input(self, name: str, elem_type: int, shape: Shape | None) -> str:
+        """Adds a graph input of type ``elem_type``; ``shape`` may hold symbolic strings."""
+        name = self.reserve_name(name)
+        self.results.add(name)
+        self.inputs.append(name)
+        self.types[name] = elem_type
+        if shape is not None:
+            self.shapes[name] = tuple(shape)
+        return name
+
+    def make_tensor_output(
+        self, name: str, elem_type: int | None = None, shape: Shape | None = None
+    ) -> str:
+        """Declares ``name`` as a graph output, with its type and shape when given."""
+        if not self.has_name(name):
+            raise TonnxError(f"Output {name!r} is not a known result.{self.get_debug_msg()}")
+        if elem_type is not None:
+            self.types[name] = elem_type
+        if shape is not None:
+            self.shapes[name] = tuple(shape)
+        self.outputs.append(name)
+        return name
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def make_node(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        outputs: int | Sequence[str] = 1,
+        *,
+        domain: str = "",
+        name: str | None = None,
+        **attributes: Any,
+    ) -> str | tuple[str, ...]:
+        """Adds a node; returns its output name, or a tuple of names for several outputs.
+
+        ``outputs`` is a number of outputs (names are generated from the op type) or the
+        exact names wanted (``""`` for an optional output left out). A node whose inputs are
+        all small constants is folded into a constant when the op is cheap to evaluate.
+        """
+        inputs = list(inputs)
+        for i in inputs:
+            if i and not self.has_name(i):
+                raise TonnxError(
+                    f"Input {i!r} of {op_type} does not exist, inputs={inputs}."
+                    f"{self.get_debug_msg()}"
+                )
+        if domain and domain not in self.opsets:
+            raise TonnxError(
+                f"Domain {domain!r} of {op_type} has no declared version; "
+                f"call g.add_domain({domain!r}, version) first."
+            )
+        prefix = name or self.node_prefix
+        if isinstance(outputs, int):
+            base = f"{prefix}_{op_type.lower()}" if name else op_type.lower()
+            output_names = [self._claim_output(self.unique_name(base)) for _ in range(outputs)]
+        else:
+            output_names = [self._claim_output(o) if o else "" for o in outputs]
+        if not domain and _folding.can_fold(self, op_type, inputs):
+            folded = _folding.fold(self, op_type, inputs, attributes)
+            if folded is not None:
+                return self._store_folded(output_names, folded)
+        node = Node(
+            op_type,
+            inputs,
+            output_names,
+            attributes,
+            domain,
+            self._unique_node_name(prefix),
+            self.current_metadata,
+        )
+        self.nodes.append(node)
+        _type_inference.infer_types(self, node)
+        return output_names[0] if len(output_names) == 1 else tuple(output_names)
+
+    def _store_folded(self, output_names: list[str], values: list[np.ndarray]):
+        for out, value in zip(output_names, values):
+            value = np.asarray(value)
+            self.constants[out] = value
+            self.types[out] = _constants.elem_type(value)
+            self.shapes[out] = tuple(value.shape)
+        return output_names[0] if len(output_names) == 1 else tuple(output_names)
+
+    def make_nodes(
+        self,
+        function: Any,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        *,
+        prefix: str = "",
+    ) -> tuple[str, ...]:
+        """Inlines the body of an ``onnx.FunctionProto`` (an onnxscript function, say).
+
+        Intermediate results are renamed with ``prefix`` so they cannot collide; the
+        function's inputs and outputs are bound to ``inputs`` and ``outputs``.
+        """
+        from ._inline import inline_function
+
+        return inline_function(self, function, list(inputs), list(outputs), prefix=prefix)
+
+    def add_domain(self, domain: str, version: int) -> None:
+        """Declares a custom domain used by some nodes (``com.microsoft``, a company's)."""
+        known = self.opsets.get(domain)
+        if known is not None and known != version:
+            raise TonnxError(f"Domain {domain!r} is declared with versions {known} and {version}.")
+        self.opsets[domain] = version
+
+    def make_subgraph(self) -> GraphBuilder:
+        """A builder for a subgraph (If branch) that can read this graph's results."""
+        return GraphBuilder(self.opsets, ir_version=self.ir_version, parent=self)
+
+    # -- passes and output ----------------------------------------------------------------------
+
+    def remove_identity_nodes(self) -> int:
+        """Removes Identity nodes by renaming; returns how many were removed."""
+        return _passes.remove_identity_nodes(self)
+
+    def remove_unused(self) -> int:
+        """Removes nodes and initializers no output depends on; returns the count removed."""
+        return _passes.remove_unused(self)
+
+    def constant_folding(self) -> int:
+        """Folds nodes whose inputs are all constants (cheap ops only); returns the count."""
+        return _passes.constant_folding(self)
+
+    def optimize(self) -> None:
+        """The basic passes, in the order that lets each help the next."""
+        self.remove_identity_nodes()
+        self.constant_folding()
+        self.remove_unused()
+
+    def to_onnx(self, *, external_data=None, doc_string: str = ""):
+        """The ``onnx.ModelProto``; initializers are serialized here, each copied once.
+
+        ``external_data`` (an ``ExternalDataWriter``) receives the large initializers.
+        """
+        return _serialize.to_model_proto(self, external_data=external_data, doc_string=doc_string)
+
+    def get_debug_msg(self) -> str:
+        """State of the builder quoted by every error raised during conversion."""
+        return _debug.debug_message(self)

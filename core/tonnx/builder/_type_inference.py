@@ -1,0 +1,60 @@
+"""Element types of intermediate results, by a table lookup per node (no shape inference).
+
+The interpreter sets the exact type and shape of every result an FX node produces;
+converters only need the type of the intermediates they create to pick constants' types.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+_BOOL_OPS = frozenset(
+    {
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "Not",
+        "And",
+        "Or",
+        "Xor",
+        "IsNaN",
+        "IsInf",
+    }
+)
+_INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
+# Ops whose output type is the type of input 1 (Where(cond, x, y), CastLike(x, like)).
+_SECOND_INPUT_OPS = frozenset({"Where", "CastLike"})
+# Multi-output ops whose later outputs are int64 indices.
+_INDICES_OPS = frozenset({"TopK", "MaxPool"})
+
+
+def infer_types(g, node) -> None:
+    """Sets the element type of each output of ``node`` when it follows from the op."""
+    if node.domain:
+        return
+    op_type = node.op_type
+    if op_type in _BOOL_OPS:
+        elem = TensorProto.BOOL
+    elif op_type in _INT64_OPS:
+        elem = TensorProto.INT64
+    elif op_type == "Cast":
+        elem = node.attributes["to"]
+    elif op_type in _SECOND_INPUT_OPS:
+        elem = g.get_type(node.inputs[1])
+    elif op_type == "ConstantOfShape":
+        value = node.attributes.get("value")
+        elem = value.data_type if value is not None else TensorProto.FLOAT
+    elif node.inputs and node.inputs[0] and g.has_type(node.inputs[0]):
+        elem = g.get_type(node.inputs[0])
+    else:
+        return
+    types = g.types
+    outputs = node.outputs
+    types[outputs[0]] = elem
+    if len(outputs) > 1:
+        rest = TensorProto.INT64 if op_type in _INDICES_OPS else elem
+        for out in outputs[1:]:
+            if out:
+                types[out] = rest

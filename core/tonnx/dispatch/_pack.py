@@ -1,0 +1,30 @@
+"""PackSpec: what a pack tells the manager about itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+#: Default priority of a pack; the in-house converters of a dispatcher always win.
+DEFAULT_PRIORITY = 100
+
+
+@dataclass(frozen=True)
+class PackSpec:
+    """Identity, priority and lazy converter table of one converter pack.
+
+    ``load`` imports the pack's converter modules and returns its
+    :class:`tonnx.Converter` records; it runs when a registry is first built, so that
+    ``import tonnx`` and pack discovery stay cheap. A ``fallback`` pack is disabled unless
+    the user enables it (``Dispatcher(fallback=...)``, ``packs=["name"]`` or
+    ``TONNX_PACKS``); what it converts is recorded in the exported model.
+    """
+
+    name: str
+    load: Callable[[], Iterable]
+    version: str = "0"
+    priority: int = DEFAULT_PRIORITY
+    fallback: bool = False
+    #: custom ONNX domains its converters emit, with their versions
+    domains: Mapping[str, int] = field(default_factory=dict)
+    description: str = ""

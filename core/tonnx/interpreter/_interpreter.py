@@ -1,0 +1,396 @@
+"""Interpreter: walks the FX graph of an ExportedProgram and fills a GraphBuilder."""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from .._errors import (
+    ConversionError,
+    ConverterOutputError,
+    TonnxError,
+    UnsupportedError,
+)
+from ..dispatch._converter import target_key
+from . import _higher_order, _mutations, _symbolic
+from ._values import ResultInfo, ShapeNamer
+
+
+class Interpreter:
+    """Converts one ExportedProgram into ``g``.
+
+    A first pass resolves a converter for every node (all missing ops are reported at
+    once); the second walks the nodes: placeholders become inputs and initializers,
+    ``call_function`` nodes call their converter with ``(g, sts, outputs, *args)``, and
+    the types and shapes torch.export recorded are set on each result here, centrally.
+    """
+
+    def __init__(
+        self,
+        g,
+        registry,
+        *,
+        namer: ShapeNamer,
+        on_missing: Callable[[dict[str, int]], Exception],
+        input_names: list[str] | None = None,
+        output_names: list[str] | None = None,
+    ):
+        self.g = g
+        self.registry = registry
+        self.namer = namer
+        self.on_missing = on_missing
+        self.input_names = list(input_names or [])
+        self.output_names = list(output_names or [])
+        self.env: dict[Any, Any] = {}
+        self.plan: dict[Any, Any] = {}
+        self.fallback_ops: Counter = Counter()
+        self._symbolic = _symbolic.handlers()
+        self._no_ops = _symbolic.no_op_targets()
+        self._higher_order = _higher_order.targets()
+        self._keys: dict[Any, str] = {}
+        self._labels: dict[Any, str] = {}
+        self._written: dict[Any, tuple[int, ...]] = {}
+
+    # -- planning ------------------------------------------------------------------------------
+
+    def _key(self, target) -> str:
+        key = self._keys.get(target)
+        if key is None:
+            key = target_key(target)
+            self._keys[target] = key
+        return key
+
+    def make_plan(self, gm) -> None:
+        """Resolves every node's converter; raises once for all ops without one."""
+        missing: Counter = Counter()
+        self._plan_graph(gm, missing)
+        if missing:
+            raise self.on_missing(dict(missing))
+
+    def _plan_graph(self, gm, missing: Counter) -> None:
+        for node in gm.graph.nodes:
+            if node.op != "call_function":
+                continue
+            target = node.target
+            if target is operator.getitem or target in self._symbolic or target in self._no_ops:
+                continue
+            if target in self._higher_order:
+                for sub in self._subgraphs(gm, node):
+                    self._plan_graph(sub, missing)
+                continue
+            key = self._key(target)
+            cand = self.registry.resolve(key, node)
+            if cand is None:
+                missing[key] += 1
+            else:
+                self.plan[node] = cand
+
+    def _subgraphs(self, gm, node) -> list:
+        return [getattr(gm, a.target) for a in node.args if getattr(a, "op", None) == "get_attr"]
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def run(self, ep) -> None:
+        gm = ep.graph_module
+        self.make_plan(gm)
+        self._inputs(ep)
+        results = self._run_graph(gm)
+        self._outputs(ep, results)
+
+    def _run_graph(self, gm):
+        plan = self.plan
+        for position, node in enumerate(gm.graph.nodes):
+            op = node.op
+            if op == "call_function":
+                cand = plan.get(node)
+                if cand is not None:
+                    self._convert(node, cand, position)
+                else:
+                    self._native(gm, node)
+            elif op == "get_attr":
+                self._get_attr(gm, node)
+            elif op == "output":
+                return node.args[0]
+            elif op != "placeholder":
+                raise UnsupportedError(f"FX node kind {op!r} ({node.format_node()}) is not supported.")
+        return None
+
+    def _map(self, arg):
+        kind = type(arg)
+        if kind is tuple or kind is list:
+            return kind(self._map(a) for a in arg)
+        if hasattr(arg, "op") and hasattr(arg, "users"):
+            return self.env[arg]
+        if kind is dict:
+            return {k: self._map(v) for k, v in arg.items()}
+        return arg
+
+    def _convert(self, node, cand, position: int) -> None:
+        g = self.g
+        info = self.namer.info(node)
+        outputs = self._output_names(node, info)
+        args = self._map(node.args)
+        kwargs = self._map(node.kwargs) if node.kwargs else {}
+        g.node_prefix = node.name
+        g.current_metadata = self._metadata(node, cand)
+        g.debug_context["fx node"] = node
+        g.debug_context["position"] = position
+        try:
+            result = cand.converter.function(g, info, outputs, *args, **kwargs)
+        except Exception as e:
+            raise self._failure(node, cand, e) from e
+        self._bind(node, info, outputs, result, cand)
+        if cand.fallback:
+            self.fallback_ops[f"{self._key(node.target)} ({cand.pack})"] += 1
+        written = self._written.get(node.target)
+        if written is None:
+            written = _mutations.written_arguments(node.target)
+            self._written[node.target] = written
+        for i in written:
+            self.env[node.args[i]] = self.env[node]
+
+    def _failure(self, node, cand, error: Exception) -> Exception:
+        where = (
+            f"while converting FX node {node.format_node()} with {cand.describe()}: "
+            f"{type(error).__name__}: {error}"
+        )
+        if isinstance(error, UnsupportedError):
+            return UnsupportedError(f"{error}\n(raised {where})")
+        if isinstance(error, TonnxError) and "--DEBUG--" in str(error):
+            return ConversionError(f"Conversion failed {where}")
+        return ConversionError(f"Conversion failed {where}{self.g.get_debug_msg()}")
+
+    def _output_names(self, node, info: ResultInfo) -> list[str]:
+        val = node.meta.get("val")
+        unique = self.g.unique_name
+        if not isinstance(val, (tuple, list)):
+            return [unique(node.name)] if val is not None or info.dtypes else []
+        names = [""] * len(val)
+        used_whole = False
+        for user in node.users:
+            if user.target is operator.getitem and type(user.args[1]) is int:
+                if not names[user.args[1]]:
+                    names[user.args[1]] = unique(user.name)
+            else:
+                used_whole = True
+        if used_whole:
+            for i, v in enumerate(val):
+                if not names[i] and v is not None:
+                    names[i] = unique(f"{node.name}_{i}")
+        return names
+
+    def _bind(self, node, info: ResultInfo, outputs: list[str], result, cand) -> None:
+        if result is None:
+            results: tuple = ()
+        elif type(result) is str:
+            results = (result,)
+        else:
+            results = tuple(result)
+        if len(results) != len(outputs):
+            raise ConverterOutputError(
+                f"{cand.describe()} returned {len(results)} result(s) {list(results)} for "
+                f"FX node {node.name!r} ({self._key(node.target)}), which has "
+                f"{len(outputs)} output(s) {outputs}. A converter returns one name per "
+                f"output the interpreter asks for ('' for an unused optional output)."
+            )
+        g = self.g
+        for name, expected, dtype, shape in zip(results, outputs, info.dtypes, info.shapes):
+            if not expected:
+                continue
+            if not name:
+                raise ConverterOutputError(
+                    f"{cand.describe()} returned no result for output {expected!r} of "
+                    f"{node.name!r}, which the graph uses."
+                )
+            if dtype is None:
+                continue
+            known = g.types.get(name) if name in g.results else g.get_type(name)
+            if known is not None and known != dtype:
+                raise ConversionError(
+                    f"{cand.describe()} produced {name!r} with ONNX type {known} for FX node "
+                    f"{node.format_node()}, torch says {dtype}: the converter must compute in "
+                    f"the dtype torch uses (sts.dtypes).{g.get_debug_msg()}"
+                )
+            if name == expected or name in g.results:
+                g.types[name] = dtype
+                g.shapes[name] = shape
+        self.env[node] = results[0] if len(outputs) == 1 and type(node.meta.get("val")) not in (tuple, list) else results
+
+    def _metadata(self, node, cand) -> dict[str, str]:
+        label = self._labels.get(cand)
+        if label is None:
+            label = f"{cand.pack}:{cand.converter.qualified_name}"
+            self._labels[cand] = label
+        meta = node.meta
+        stack = meta.get("nn_module_stack")
+        namespace = ""
+        if stack:
+            path, cls = next(reversed(stack.values()))
+            namespace = f"{path}: {getattr(cls, '__name__', cls)}"
+        metadata = {
+            "namespace": namespace,
+            "pkg.tonnx.fx_node": f"{node.name}: {self._key(node.target)}",
+            "pkg.tonnx.converter": label,
+        }
+        trace = meta.get("stack_trace")
+        if trace:
+            metadata["pkg.tonnx.stack_trace"] = trace
+        return metadata
+
+    # -- nodes the interpreter handles itself ---------------------------------------------------
+
+    def _native(self, gm, node) -> None:
+        target = node.target
+        if target is operator.getitem:
+            self.env[node] = self.env[node.args[0]][node.args[1]]
+            return
+        if target in self._no_ops:
+            return
+        handler = self._symbolic.get(target)
+        if handler is not None:
+            self._symbolic_node(node, handler)
+            return
+        method = self._higher_order.get(target)
+        if method is None:
+            raise UnsupportedError(f"No handler for FX node {node.format_node()}.")
+        getattr(self, method)(gm, node)
+
+    def _symbolic_node(self, node, handler) -> None:
+        g = self.g
+        info = self.namer.info(node)
+        out = g.unique_name(node.name)
+        g.node_prefix = node.name
+        g.current_metadata = {"pkg.tonnx.fx_node": f"{node.name}: {self._key(node.target)}"}
+        g.debug_context["fx node"] = node
+        name = handler(g, out, *self._map(node.args))
+        if info.dtypes and info.dtypes[0] is not None and name in g.results:
+            g.types[name] = info.dtypes[0]
+            g.shapes[name] = ()
+        self.env[node] = name
+
+    def _get_attr(self, gm, node) -> None:
+        value = getattr(gm, node.target)
+        if hasattr(value, "graph"):
+            self.env[node] = value
+            return
+        self.env[node] = self.g.make_initializer(node.target, value, dedup=False)
+
+    def _inline(self, gm, node, sub_node, operands) -> None:
+        sub = getattr(gm, sub_node.target)
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        for p, a in zip(placeholders, operands):
+            self.env[p] = self._map(a)
+        results = self._run_graph(sub)
+        self.env[node] = tuple(self._map(r) for r in results)
+
+    def _inline_set_grad(self, gm, node) -> None:
+        sub_node, operands = _higher_order.submodule_args(node)
+        self._inline(gm, node, sub_node, operands)
+
+    def _inline_autocast(self, gm, node) -> None:
+        # the ops inside carry the dtypes autocast chose; converters compute in those
+        sub_node, operands = _higher_order.submodule_args(node)
+        self._inline(gm, node, sub_node, operands)
+
+    def _convert_cond(self, gm, node) -> None:
+        pred, true_node, false_node, operands = node.args
+        info = self.namer.info(node)
+        outputs = self._output_names(node, info)
+        outputs = [o or self.g.unique_name(f"{node.name}_unused") for o in outputs]
+        parent = self.g
+        branches = []
+        for branch in (true_node, false_node):
+            sub = getattr(gm, branch.target)
+            sg = parent.make_subgraph()
+            self.g = sg
+            try:
+                placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+                for p, a in zip(placeholders, operands):
+                    self.env[p] = self._map(a)
+                results = self._run_graph(sub)
+                for r, dtype, shape in zip(results, info.dtypes, info.shapes):
+                    out = sg.op.Identity(self._map(r))
+                    sg.make_tensor_output(out, dtype, shape)
+            finally:
+                self.g = parent
+            branches.append(sg)
+        parent.node_prefix = node.name
+        names = parent.make_node(
+            "If", [self._map(pred)], outputs, then_branch=branches[0], else_branch=branches[1]
+        )
+        names = (names,) if type(names) is str else names
+        for name, dtype, shape in zip(names, info.dtypes, info.shapes):
+            parent.types[name] = dtype
+            parent.shapes[name] = shape
+        self.env[node] = tuple(names)
+
+    # -- inputs and outputs ---------------------------------------------------------------------
+
+    def _inputs(self, ep) -> None:
+        g = self.g
+        placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+        specs = ep.graph_signature.input_specs
+        user = [p for p, s in zip(placeholders, specs) if s.kind.name == "USER_INPUT"]
+        if len(self.input_names) > len(user):
+            raise TonnxError(
+                f"input_names has {len(self.input_names)} names but the model has "
+                f"{len(user)} flattened inputs: {[p.name for p in user]}."
+            )
+        names = dict(zip(user, self.input_names))
+        for node, spec in zip(placeholders, specs):
+            kind = spec.kind.name
+            if kind == "USER_INPUT":
+                self._user_input(node, names.get(node, node.name))
+            elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                value = ep.state_dict.get(spec.target)
+                if value is None:
+                    value = ep.constants[spec.target]
+                self.env[node] = g.make_initializer(spec.target, value, dedup=False)
+            else:
+                raise UnsupportedError(
+                    f"Input {node.name!r} of kind {kind} (custom objects, effect tokens) "
+                    f"cannot be exported to ONNX."
+                )
+
+    def _user_input(self, node, name: str) -> None:
+        val = node.meta.get("val")
+        info = self.namer.info(node)
+        if hasattr(val, "dtype") or type(val).__name__ in ("SymInt", "SymFloat", "SymBool"):
+            self.env[node] = self.g.make_tensor_input(name, info.dtypes[0], info.shapes[0])
+        else:
+            # an int/float/None input torch.export specialized: its value is in the graph
+            self.env[node] = val
+
+    def _outputs(self, ep, results) -> None:
+        g = self.g
+        specs = ep.graph_signature.output_specs
+        user_values = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
+        mutated = [s.target for s in specs if s.kind.name != "USER_OUTPUT"]
+        if mutated:
+            g.metadata_props["pkg.tonnx.ignored_mutations"] = ", ".join(str(m) for m in mutated)
+        if len(self.output_names) > len(user_values):
+            raise TonnxError(
+                f"output_names has {len(self.output_names)} names but the model has "
+                f"{len(user_values)} flattened outputs."
+            )
+        seen: set[str] = set()
+        for i, value in enumerate(user_values):
+            if value is None:
+                raise UnsupportedError(f"Output {i} of the model is None; ONNX has no None output.")
+            name = self._map(value)
+            if type(name) is not str:
+                name = g.make_initializer("", name)
+            info = self.namer.info(value) if hasattr(value, "meta") else None
+            wanted = self.output_names[i] if i < len(self.output_names) else None
+            must_copy = name in seen or name in g.inputs or g.is_constant(name)
+            if wanted and wanted != name:
+                name = g.op.Identity(name, outputs=[wanted])
+            elif must_copy:
+                name = g.op.Identity(name, outputs=[g.unique_name(f"{name}_output")])
+            seen.add(name)
+            if info is not None and info.dtypes:
+                g.make_tensor_output(name, info.dtypes[0], info.shapes[0])
+            else:
+                g.make_tensor_output(name, g.get_type(name), g.get_shape(name))
