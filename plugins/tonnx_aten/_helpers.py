@@ -33,3 +33,25 @@ def is_float(elem_type: int) -> bool:
         TensorProto.BFLOAT16,
         TensorProto.DOUBLE,
     )
+
+
+def shape_tensor(g, dims) -> str:
+    """A 1-D int64 tensor from a list of ints and SymInt results (0-d int64 names).
+
+    Static lists become one constant; dynamic ones a Concat of constant runs and the
+    unsqueezed symbolic sizes, so dynamic shapes stay dynamic.
+    """
+    if all(type(d) is int for d in dims):
+        return g.make_initializer("", np.array(dims, dtype=np.int64))
+    pieces, run = [], []
+    for d in dims:
+        if type(d) is int:
+            run.append(d)
+            continue
+        if run:
+            pieces.append(g.make_initializer("", np.array(run, dtype=np.int64)))
+            run = []
+        pieces.append(g.op.Unsqueeze(cast(g, d, TensorProto.INT64), np.array([0], dtype=np.int64)))
+    if run:
+        pieces.append(g.make_initializer("", np.array(run, dtype=np.int64)))
+    return pieces[0] if len(pieces) == 1 else g.op.Concat(*pieces, axis=0)

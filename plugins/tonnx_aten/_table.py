@@ -7,7 +7,16 @@ import importlib
 #: One module per op family; each defines CONVERTERS, a tuple of tonnx.Converter.
 FAMILIES = (
     "elementwise",
+    "unary",
+    "reductions",
+    "shape",
+    "indexing",
+    "creation",
     "linalg",
+    "conv_pool",
+    "normalization",
+    "attention",
+    "recurrent",
 )
 
 

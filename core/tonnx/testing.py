@@ -1,0 +1,161 @@
+"""Checking exported models against torch eager, for tonnx's tests and pack authors.
+
+``check_model`` exports a model, runs it in onnxruntime (on the export inputs and on any
+other input sets given) and compares every output with torch eager. ``check_op`` does the
+same for one op called with fixed non-tensor arguments, and asserts the op really is in
+the exported program, so a test cannot pass without exercising its converter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["op_module", "check_model", "check_op", "run_onnxruntime", "run_reference", "assert_close", "op_keys"]
+
+
+def op_module(
+    op: Callable, n_tensors: int, constants: dict[int, Any] | None = None, kwargs: dict | None = None
+):
+    """An ``nn.Module`` calling ``op`` with tensors at ``n_tensors`` positions.
+
+    ``constants`` holds the non-tensor positional arguments by position; ``kwargs`` the
+    keyword arguments, passed as they are.
+    """
+    import torch
+
+    constants = dict(constants or {})
+    kwargs = dict(kwargs or {})
+
+    class _Op(torch.nn.Module):
+        def forward(self, *tensors):
+            args, it = [], iter(tensors)
+            for i in range(n_tensors + len(constants)):
+                args.append(constants[i] if i in constants else next(it))
+            return op(*args, **kwargs)
+
+    return _Op()
+
+
+def run_reference(model, feeds: Sequence[Any]) -> list[np.ndarray]:
+    """Runs a model with onnx's reference evaluator (for dtypes onnxruntime lacks)."""
+    from onnx.reference import ReferenceEvaluator
+
+    ref = ReferenceEvaluator(model)
+    names = [i.name for i in model.graph.input]
+    return ref.run(None, dict(zip(names, [_to_numpy(f) for f in feeds])))
+
+
+def run_onnxruntime(model, feeds: Sequence[Any]) -> list[np.ndarray]:
+    """Runs an ``onnx.ModelProto`` on CPU with default session options."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    names = [i.name for i in session.get_inputs()]
+    arrays = [_to_numpy(f) for f in feeds]
+    return session.run(None, dict(zip(names, arrays)))
+
+
+def _to_numpy(t) -> np.ndarray:
+    from .builder._constants import as_numpy
+
+    return np.ascontiguousarray(as_numpy(t))
+
+
+def _flat_tensors(value) -> list:
+    import torch
+
+    leaves = torch.utils._pytree.tree_leaves(value)
+    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+
+def assert_close(expected, got: np.ndarray, *, atol: float, rtol: float, what: str = "") -> None:
+    """Compares a torch tensor with an onnxruntime array: dtype, shape, then values."""
+    want = _to_numpy(expected)
+    if want.dtype != got.dtype:
+        raise AssertionError(f"{what}dtype differs: torch {want.dtype}, onnx {got.dtype}")
+    if want.shape != got.shape:
+        raise AssertionError(f"{what}shape differs: torch {want.shape}, onnx {got.shape}")
+    if want.dtype.kind in "biu" or want.dtype == np.bool_:
+        if not np.array_equal(want, got):
+            raise AssertionError(f"{what}values differ:\ntorch {want}\nonnx  {got}")
+        return
+    want64, got64 = want.astype(np.float64), got.astype(np.float64)
+    np.testing.assert_allclose(got64, want64, atol=atol, rtol=rtol, equal_nan=True, err_msg=what)
+
+
+def op_keys(exported_program) -> set[str]:
+    """Keys (``aten::add.Tensor``) of every op called in an ExportedProgram's graph."""
+    from .dispatch import target_key
+
+    keys = set()
+    for module in exported_program.graph_module.modules():
+        graph = getattr(module, "graph", None)
+        if graph is None:
+            continue
+        for node in graph.nodes:
+            if node.op == "call_function":
+                keys.add(target_key(node.target))
+    return keys
+
+
+def check_model(
+    model,
+    args: tuple,
+    kwargs: dict | None = None,
+    *,
+    other_inputs: Sequence[tuple] = (),
+    atol: float = 1e-4,
+    rtol: float = 1e-4,
+    expect_ops: Sequence[str] = (),
+    runtime: str = "onnxruntime",
+    **to_onnx_kwargs: Any,
+):
+    """Exports ``model`` and checks onnxruntime against torch eager; returns the proto.
+
+    ``expect_ops`` are op keys that must appear in the exported program.
+    ``other_inputs`` are more input tuples (other shapes, for dynamic dimensions).
+    ``runtime`` is ``"onnxruntime"`` or ``"reference"`` (onnx's reference evaluator, for
+    dtypes such as bfloat16 that onnxruntime's CPU kernels often lack).
+    """
+    run = {"onnxruntime": run_onnxruntime, "reference": run_reference}[runtime]
+    import torch
+
+    from . import to_onnx
+
+    kwargs = dict(kwargs or {})
+    ep = torch.export.export(
+        model, args, kwargs=kwargs, dynamic_shapes=to_onnx_kwargs.pop("dynamic_shapes", None)
+    )
+    missing = set(expect_ops) - op_keys(ep)
+    if missing:
+        raise AssertionError(f"{sorted(missing)} not in the exported program: {sorted(op_keys(ep))}")
+    onx = to_onnx(ep, **to_onnx_kwargs)
+    for inputs in (args, *other_inputs):
+        with torch.no_grad():
+            expected = _flat_tensors(model(*inputs, **kwargs))
+        got = run(onx, _flat_tensors((inputs, kwargs)))
+        if len(got) != len(expected):
+            raise AssertionError(f"torch gives {len(expected)} outputs, onnx {len(got)}")
+        for i, (e, o) in enumerate(zip(expected, got)):
+            assert_close(e, o, atol=atol, rtol=rtol, what=f"output {i}: ")
+    return onx
+
+
+def check_op(
+    op: Callable,
+    tensors: Sequence[Any],
+    *,
+    constants: dict[int, Any] | None = None,
+    kwargs: dict | None = None,
+    expect_op: str | Sequence[str] = (),
+    **check_kwargs: Any,
+):
+    """Checks one op: ``op(*args, **kwargs)`` with ``tensors`` filling the tensor slots."""
+    module = op_module(op, len(tensors), constants, kwargs)
+    expect = (expect_op,) if isinstance(expect_op, str) else tuple(expect_op)
+    return check_model(module, tuple(tensors), expect_ops=expect, **check_kwargs)

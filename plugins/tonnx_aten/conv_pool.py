@@ -1,0 +1,5 @@
+"""Convolutions, pooling and upsampling."""
+
+from __future__ import annotations
+
+CONVERTERS: tuple = ()

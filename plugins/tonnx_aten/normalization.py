@@ -1,0 +1,5 @@
+"""Normalization layers and dropout."""
+
+from __future__ import annotations
+
+CONVERTERS: tuple = ()

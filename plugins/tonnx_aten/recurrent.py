@@ -1,0 +1,5 @@
+"""RNN, LSTM, GRU."""
+
+from __future__ import annotations
+
+CONVERTERS: tuple = ()

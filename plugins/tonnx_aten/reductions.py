@@ -1,0 +1,5 @@
+"""Reductions, softmax, cumulative ops."""
+
+from __future__ import annotations
+
+CONVERTERS: tuple = ()

@@ -1,0 +1,24 @@
+"""Test configuration: hypothesis profiles (bounded in CI, deep on demand)."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+# CI: few examples per converter test so the suite stays well under 20 minutes on 2 cores.
+settings.register_profile(
+    "ci",
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+# Deep: HYPOTHESIS_PROFILE=deep python -m pytest tests/aten
+settings.register_profile(
+    "deep",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
