@@ -40,32 +40,69 @@ def to_onnx(
       when weights exceed 2 GB) large initializers go to ``<filename>.data``.
     - ``strict``: passed to ``torch.export.export``.
     """
-    import torch
-
-    from .builder import GraphBuilder
-    from .dispatch._dispatcher import DEFAULT_DISPATCHER
-    from .dispatch._manager import default_manager
-    from .interpreter import _dynamic_shapes, _mutations
-    from .interpreter._interpreter import Interpreter
-    from .interpreter._values import ShapeNamer
-
     kwargs = dict(kwargs or {})
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    filename = os.fspath(filename) if filename is not None else None
+    if filename is not None:
+        _check_writable(filename)
+    opsets = _opsets(target_opset)
+    ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+    return convert_program(
+        ep,
+        dim_names,
+        opsets=opsets,
+        input_names=input_names,
+        output_names=output_names,
+        dispatcher=dispatcher,
+        optimize=optimize,
+        filename=filename,
+        external_data=external_data,
+    )
+
+
+def _opsets(target_opset) -> dict[str, int]:
     opsets = {"": target_opset} if isinstance(target_opset, int) else dict(target_opset)
     main_opset = opsets.setdefault("", 18)
     if not 18 <= main_opset <= 23:
         raise TonnxError(f"target_opset={main_opset} is not supported; choose 18 to 23.")
-    dispatcher = dispatcher if dispatcher is not None else DEFAULT_DISPATCHER
-    filename = os.fspath(filename) if filename is not None else None
-    if filename is not None:
-        _check_writable(filename)
+    return opsets
+
+
+def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, strict=False):
+    """(ExportedProgram, {torch symbol: user dimension name}) for a model or a program."""
+    import torch
+
+    from .interpreter import _dynamic_shapes
 
     if isinstance(model, torch.export.ExportedProgram):
-        ep, dim_names = model, {}
-    else:
-        spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
-        ep = _export(model, args, kwargs, spec, strict)
-        dim_names = _dynamic_shapes.symbol_names(ep, args, kwargs, named)
+        return model, {}
+    spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
+    ep = _export(model, args, kwargs, spec, strict)
+    return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)
+
+
+def convert_program(
+    ep,
+    dim_names: dict[str, str],
+    *,
+    opsets: dict[str, int],
+    input_names=None,
+    output_names=None,
+    dispatcher=None,
+    optimize: bool = True,
+    filename: str | None = None,
+    external_data: bool | None = None,
+):
+    """ExportedProgram -> ModelProto: everything to_onnx does after torch.export."""
+    from .builder import GraphBuilder
+    from .dispatch._dispatcher import DEFAULT_DISPATCHER
+    from .dispatch._manager import default_manager
+    from .interpreter import _mutations
+    from .interpreter._interpreter import Interpreter
+    from .interpreter._values import ShapeNamer
+
+    dispatcher = dispatcher if dispatcher is not None else DEFAULT_DISPATCHER
+    main_opset = opsets[""]
     if _mutations.needs_functionalization(ep.graph):
         ep = ep.run_decompositions({})
 

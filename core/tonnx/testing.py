@@ -125,16 +125,16 @@ def check_model(
     run = {"onnxruntime": run_onnxruntime, "reference": run_reference}[runtime]
     import torch
 
-    from . import to_onnx
+    from ._export import _opsets, convert_program, export_program
 
     kwargs = dict(kwargs or {})
-    ep = torch.export.export(
-        model, args, kwargs=kwargs, dynamic_shapes=to_onnx_kwargs.pop("dynamic_shapes", None)
-    )
+    dynamic_shapes = to_onnx_kwargs.pop("dynamic_shapes", None)
+    opsets = _opsets(to_onnx_kwargs.pop("target_opset", 18))
+    ep, dim_names = export_program(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes)
     missing = set(expect_ops) - op_keys(ep)
     if missing:
         raise AssertionError(f"{sorted(missing)} not in the exported program: {sorted(op_keys(ep))}")
-    onx = to_onnx(ep, **to_onnx_kwargs)
+    onx = convert_program(ep, dim_names, opsets=opsets, **to_onnx_kwargs)
     for inputs in (args, *other_inputs):
         with torch.no_grad():
             expected = _flat_tensors(model(*inputs, **kwargs))

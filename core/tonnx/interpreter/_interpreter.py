@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from torch.fx import Node
+
 from .._errors import (
     ConversionError,
     ConverterOutputError,
@@ -118,12 +120,14 @@ class Interpreter:
         return None
 
     def _map(self, arg):
-        kind = type(arg)
-        if kind is tuple or kind is list:
-            return kind(self._map(a) for a in arg)
-        if hasattr(arg, "op") and hasattr(arg, "users"):
+        """FX nodes in ``arg`` replaced by their values (FX's immutable lists become lists)."""
+        if isinstance(arg, Node):
             return self.env[arg]
-        if kind is dict:
+        if isinstance(arg, tuple):
+            return tuple(self._map(a) for a in arg)
+        if isinstance(arg, list):
+            return [self._map(a) for a in arg]
+        if isinstance(arg, dict):
             return {k: self._map(v) for k, v in arg.items()}
         return arg
 

@@ -1,0 +1,115 @@
+"""The ``tonnx`` command: ``demo``, ``packs``, ``explain``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _demo(args) -> int:
+    import numpy as np
+    import torch
+
+    import tonnx
+    from tonnx.testing import run_onnxruntime
+
+    class Neuron(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 1)
+
+        def forward(self, x):
+            return torch.sigmoid(self.linear(x))
+
+    torch.manual_seed(0)
+    model, x = Neuron().eval(), torch.rand(5, 3)
+    begin = time.perf_counter()
+    onx = tonnx.to_onnx(model, (x,), dynamic_shapes=({0: "batch"},), filename=args.output)
+    elapsed = time.perf_counter() - begin
+    import onnx
+
+    print(onnx.printer.to_text(onx.graph))
+    other = torch.rand(11, 3)
+    got = run_onnxruntime(onx, [other])[0]
+    diff = float(np.abs(got - model(other).detach().numpy()).max())
+    print(f"exported in {elapsed * 1000:.1f} ms to {args.output}; "
+          f"onnxruntime vs torch at batch 11: max abs diff {diff:.2e}")
+    return 0 if diff < 1e-5 else 1
+
+
+def _packs(args) -> int:
+    from tonnx.dispatch._manager import default_manager
+
+    manager = default_manager()
+    config = manager.pack_config(_dispatcher())
+    enabled = manager.enabled_packs(config)
+    print(f"{'pack':<16}{'version':<10}{'priority':>9}{'converters':>12}  status")
+    for name, spec in sorted(manager.specs.items()):
+        count = len(manager.converters(name))
+        status = "enabled" if name in enabled else ("fallback (off)" if spec.fallback else "blocked")
+        priority = config.priority_of(name, spec.priority)
+        print(f"{name:<16}{manager.versions[name]:<10}{priority:>9}{count:>12}  {status}")
+    for name, error in manager.failures.items():
+        print(f"{name:<16}{'-':<10}{'-':>9}{'-':>12}  FAILED: {error}")
+    return 0
+
+
+def _dispatcher():
+    from tonnx import Dispatcher
+
+    return Dispatcher()
+
+
+def _explain(args) -> int:
+    from tonnx.dispatch._manager import default_manager
+
+    manager = default_manager()
+    key = _key_of(args.op)
+    registry = manager.registry(args.opset, _dispatcher())
+    candidates = registry.candidates(key)
+    print(f"{key} at opset {args.opset}:")
+    if not candidates:
+        print("  no converter in the enabled packs")
+        hint = manager._disabled_handlers(key, list(registry.packs))
+        if hint:
+            print(f"  {hint.strip(' -')}")
+        return 1
+    for i, cand in enumerate(candidates):
+        print(f"  {i + 1}. {cand.describe()}")
+    winner = candidates[0]
+    reason = "highest priority"
+    if len(candidates) > 1 and candidates[1].priority == winner.priority:
+        reason = "same priority, but overload-specific beats packet-level"
+    if winner.converter.applies is not None:
+        reason += " (subject to its predicate on each node)"
+    print(f"winner: {winner.converter.qualified_name} from pack {winner.pack!r}: {reason}")
+    return 0
+
+
+def _key_of(text: str) -> str:
+    """``aten.add.Tensor`` or ``aten::add.Tensor`` -> ``aten::add.Tensor``."""
+    if "::" in text:
+        return text
+    ns, _, rest = text.partition(".")
+    return f"{ns}::{rest}" if rest else text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tonnx", description="Fast PyTorch to ONNX export.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="export a small model and check it in onnxruntime")
+    demo.add_argument("-o", "--output", default="tonnx_demo.onnx")
+    demo.set_defaults(run=_demo)
+    packs = sub.add_parser("packs", help="list installed converter packs")
+    packs.set_defaults(run=_packs)
+    explain = sub.add_parser("explain", help="show the converters of an op and the winner")
+    explain.add_argument("op", help="e.g. aten.add.Tensor or aten::relu.default")
+    explain.add_argument("--opset", type=int, default=18)
+    explain.set_defaults(run=_explain)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

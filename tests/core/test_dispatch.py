@@ -1,0 +1,206 @@
+"""Registry and priority rules, pack discovery, blocking, failures, the Dispatcher."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import types
+
+import pytest
+import torch
+
+import tonnx
+from tonnx import Converter, ConverterConflictError, ConverterNotFoundError, PackLoadError, PackSpec
+from tonnx.dispatch._manager import PackLoadWarning, PackManager
+from tonnx.dispatch._registry import INHOUSE_PACK
+
+
+def conv_a(g, sts, outputs, self):
+    return g.op.Relu(self, outputs=outputs)
+
+
+def conv_b(g, sts, outputs, self):
+    return g.op.Relu(self, outputs=outputs)
+
+
+def make_pack(name, converters, priority=100, fallback=False):
+    module = types.SimpleNamespace()
+
+    def tonnx_pack():
+        return PackSpec(name=name, load=lambda: converters, priority=priority, fallback=fallback)
+
+    module.tonnx_pack = tonnx.hookimpl(tonnx_pack)
+    return module
+
+
+def manager_with(*packs, strict=False):
+    manager = PackManager(autoload=False, strict=strict)
+    for pack in packs:
+        manager.register(pack)
+    return manager
+
+
+def winner(manager, key, dispatcher=tonnx.Dispatcher(), opset=18):
+    cand = manager.registry(opset, dispatcher).resolve(key, None)
+    return cand and (cand.pack, cand.converter.function)
+
+
+def test_rule_2_higher_pack_priority_wins():
+    manager = manager_with(
+        make_pack("low", [Converter("aten::relu.default", conv_a)], priority=10),
+        make_pack("high", [Converter("aten::relu.default", conv_b)], priority=200),
+    )
+    assert winner(manager, "aten::relu.default") == ("high", conv_b)
+
+
+def test_rule_2_user_can_reprioritise_a_pack():
+    manager = manager_with(
+        make_pack("low", [Converter("aten::relu.default", conv_a)], priority=10),
+        make_pack("high", [Converter("aten::relu.default", conv_b)], priority=200),
+    )
+    assert winner(manager, "aten::relu.default", tonnx.Dispatcher(packs=["low=300"])) == ("low", conv_a)
+
+
+def test_rule_3_overload_beats_packet_at_same_priority():
+    manager = manager_with(
+        make_pack("p1", [Converter("aten::relu", conv_a)]),
+        make_pack("p2", [Converter("aten::relu.default", conv_b)]),
+    )
+    assert winner(manager, "aten::relu.default") == ("p2", conv_b)
+    # but a higher-priority packet converter beats a lower overload one
+    manager = manager_with(
+        make_pack("p1", [Converter("aten::relu", conv_a)], priority=150),
+        make_pack("p2", [Converter("aten::relu.default", conv_b)]),
+    )
+    assert winner(manager, "aten::relu.default") == ("p1", conv_a)
+
+
+def test_packet_converter_handles_every_overload():
+    manager = manager_with(make_pack("p", [Converter(torch.ops.aten.add, conv_a)]))
+    assert winner(manager, "aten::add.Tensor") == ("p", conv_a)
+    assert winner(manager, "aten::add.Scalar") == ("p", conv_a)
+
+
+def test_rule_4_tie_raises_naming_both():
+    manager = manager_with(
+        make_pack("one", [Converter("aten::relu.default", conv_a)]),
+        make_pack("two", [Converter("aten::relu.default", conv_b)]),
+    )
+    with pytest.raises(ConverterConflictError) as info:
+        manager.registry(18, tonnx.Dispatcher())
+    message = str(info.value)
+    assert "conv_a" in message and "conv_b" in message and "'one'" in message and "'two'" in message
+
+
+def test_rule_4_tie_between_predicates_raises_when_both_apply():
+    manager = manager_with(
+        make_pack("one", [Converter("aten::relu.default", conv_a, applies=lambda n: True)]),
+        make_pack("two", [Converter("aten::relu.default", conv_b, applies=lambda n: n == "x")]),
+    )
+    registry = manager.registry(18, tonnx.Dispatcher())
+    assert registry.resolve("aten::relu.default", "y").converter.function is conv_a
+    with pytest.raises(ConverterConflictError):
+        registry.resolve("aten::relu.default", "x")
+
+
+def test_rule_1_call_site_converters_win():
+    manager = manager_with(make_pack("p", [Converter("aten::relu.default", conv_a)], priority=10**5))
+    dispatcher = tonnx.Dispatcher({"aten::relu.default": conv_b})
+    assert winner(manager, "aten::relu.default", dispatcher) == (INHOUSE_PACK, conv_b)
+
+
+def test_opset_range_and_predicate():
+    manager = manager_with(
+        make_pack(
+            "p",
+            [
+                Converter("aten::relu.default", conv_a, opsets=(18, 22)),
+                Converter("aten::relu.default", conv_b, opsets=(23, 10_000)),
+            ],
+        )
+    )
+    assert winner(manager, "aten::relu.default", opset=18)[1] is conv_a
+    assert winner(manager, "aten::relu.default", opset=23)[1] is conv_b
+
+
+def test_registry_is_cached_per_opset_and_dispatcher():
+    manager = manager_with(make_pack("p", [Converter("aten::relu.default", conv_a)]))
+    d = tonnx.Dispatcher()
+    assert manager.registry(18, d) is manager.registry(18, d)
+    assert manager.registry(18, d) is not manager.registry(19, d)
+
+
+def test_blocked_and_fallback_packs():
+    manager = manager_with(
+        make_pack("main", [Converter("aten::relu.default", conv_a)]),
+        make_pack("fb", [Converter("aten::celu.default", conv_b)], priority=0, fallback=True),
+    )
+    assert winner(manager, "aten::celu.default") is None
+    assert winner(manager, "aten::celu.default", tonnx.Dispatcher(fallback="fb")) == ("fb", conv_b)
+    assert winner(manager, "aten::relu.default", tonnx.Dispatcher(packs=["no:main"])) is None
+    error = manager.not_found_error({"aten::celu.default": 2}, manager.registry(18, tonnx.Dispatcher()), None)
+    assert "aten::celu.default (2 nodes)" in str(error) and "'fb'" in str(error)
+    assert error.missing == {"aten::celu.default": 2}
+
+
+def test_environment_blocks_and_reprioritises(monkeypatch):
+    monkeypatch.setenv("TONNX_PACKS", "no:one,two=7")
+    manager = manager_with(
+        make_pack("one", [Converter("aten::relu.default", conv_a)]),
+        make_pack("two", [Converter("aten::relu.default", conv_b)]),
+    )
+    registry = manager.registry(18, tonnx.Dispatcher())
+    (cand,) = registry.candidates("aten::relu.default")
+    assert cand.pack == "two" and cand.priority == 7
+
+
+def test_entry_point_blocked_pack_is_never_imported(monkeypatch):
+    ep = importlib.metadata.EntryPoint(name="broken", value="no_such_module_tonnx", group="tonnx.packs")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [ep])
+    monkeypatch.setenv("TONNX_PACKS", "no:broken")
+    manager = PackManager()
+    assert manager.failures == {} and manager.specs == {}
+
+
+def test_pack_whose_import_fails_is_reported_and_others_load(monkeypatch):
+    broken = importlib.metadata.EntryPoint(name="broken", value="no_such_module_tonnx", group="tonnx.packs")
+    good = importlib.metadata.EntryPoint(name="aten", value="tonnx_aten", group="tonnx.packs")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [broken, good])
+    with pytest.warns(PackLoadWarning, match="broken"):
+        manager = PackManager()
+    assert "aten" in manager.specs and "no_such_module_tonnx" in manager.failures["broken"]
+    with pytest.raises(PackLoadError, match="broken"):
+        PackManager(strict=True)
+
+
+def test_malformed_pack_is_rejected_as_a_whole():
+    bad = make_pack("bad", [Converter("aten::relu.default", conv_a), "not a converter"])
+    manager = manager_with(bad)
+    with pytest.raises(PackLoadError, match="bad"):
+        manager.registry(18, tonnx.Dispatcher())
+
+
+def test_autoload_can_be_disabled(monkeypatch):
+    monkeypatch.setenv("TONNX_DISABLE_PACK_AUTOLOAD", "1")
+    assert PackManager().specs == {}
+
+
+def test_real_entry_point_of_installed_test_distribution():
+    """tests/packs/tonnx_testpack is pip-installed by the README's test command."""
+    import tonnx_testpack
+
+    lib = tonnx_testpack.define_op()
+    manager = PackManager()
+    assert manager.specs["testpack"].priority == 50
+    assert manager.versions["testpack"] == "0.3.1"  # from the distribution's metadata
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.ops.tonnx_testpack.twice(x) + 1
+
+    from tonnx.testing import check_model
+
+    onx = check_model(Model(), (torch.randn(3, 4),))
+    assert "Add" in [n.op_type for n in onx.graph.node]
+    props = {p.key: p.value for p in onx.graph.node[0].metadata_props}
+    assert props["pkg.tonnx.converter"].startswith("testpack:tonnx_testpack.twice")
+    del lib

@@ -1,0 +1,50 @@
+"""The public API is pinned: additions and removals are deliberate."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import tonnx
+
+
+def test_public_names():
+    assert sorted(tonnx.__all__) == sorted(
+        [
+            "__version__",
+            "to_onnx",
+            "GraphBuilder",
+            "Converter",
+            "Dispatcher",
+            "PackSpec",
+            "hookimpl",
+            "TonnxError",
+            "ConversionError",
+            "ConverterConflictError",
+            "ConverterNotFoundError",
+            "ConverterOutputError",
+            "DynamicShapesError",
+            "ExportFailedError",
+            "OutputFileError",
+            "PackLoadError",
+            "UnsupportedError",
+        ]
+    )
+    for name in tonnx.__all__:
+        assert getattr(tonnx, name) is not None
+
+
+def test_import_does_not_import_torch_or_packs():
+    code = "import sys, tonnx; print('torch' in sys.modules, 'tonnx_aten' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_cli_packs_and_explain():
+    out = subprocess.run(
+        [sys.executable, "-m", "tonnx.cli", "explain", "aten.linear.default"],
+        capture_output=True, text=True, check=True,
+    )
+    assert "winner: tonnx_aten.linalg.aten_linear from pack 'aten'" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "tonnx.cli", "packs"], capture_output=True, text=True, check=True)
+    assert "aten" in out.stdout and "enabled" in out.stdout
