@@ -25,6 +25,14 @@ def _same(a, b) -> bool:
     return a == b and type(a) is type(b)
 
 
+def _cast_keeping_shape(g, x: str, elem: int) -> str:
+    """``x`` in ``elem``; the cast result keeps the (known) shape, read by the code below."""
+    y = cast(g, x, elem)
+    if y != x:
+        g.set_shape(y, g.get_shape(x))
+    return y
+
+
 def _dims(g, x: str, start: int, end: int | None = None) -> str:
     """1-D int64 tensor of ``x``'s dimensions ``start:end``; constant when static."""
     dims = g.get_shape(x)[start:end]
@@ -66,7 +74,7 @@ def _repeat_heads(g, query: str, kv: str) -> str:
     else:
         reps = g.op.Div(_dims(g, query, -3, -2), _dims(g, kv, -3, -2))
     ones = np.ones(rank - 2, dtype=np.int64)
-    expand = g.op.Concat(ones[:-2], reps, ones[-2:], axis=0)
+    expand = g.op.Concat(ones, reps, np.ones(2, dtype=np.int64), axis=0)
     wide = g.op.Expand(g.op.Unsqueeze(kv, [-3]), expand)
     shape = g.op.Concat(_dims(g, kv, 0, -3), _dims(g, query, -3, -2), _dims(g, kv, -2), axis=0)
     return g.op.Reshape(wide, shape)
@@ -156,28 +164,32 @@ def _attention_fits(g, query, key, value, mask, scale, enable_gqa, elem) -> bool
     return _mask_fits(mask_shape, b, hq, length, size)
 
 
-def _attention_mask(g, mask: str, query: str, key: str, rank: int) -> str:
-    """The mask with exactly (L, S) as last dimensions (onnxruntime does not broadcast them)."""
+def _attention_mask(g, mask: str, query: str, key: str) -> str:
+    """The mask of rank 2 to 4 with exactly (L, S) as last dimensions, as onnxruntime wants.
+
+    A rank-3 mask of rank-3 inputs is (B, L, S): it gets the head axis the inputs get.
+    """
     shape = g.get_shape(mask)
-    if rank == 3 and len(shape) == 3:
-        mask = g.op.Unsqueeze(mask, [1])
-    elif len(shape) == 1:
-        mask = g.op.Unsqueeze(mask, [0])
+    rank = len(shape)
+    if g.get_rank(query) == 3 and rank == 3:
+        mask, rank = g.op.Unsqueeze(mask, [1]), 4
+    elif rank == 1:
+        mask, rank = g.op.Unsqueeze(mask, [0]), 2
     length, size = g.get_shape(query)[-2], g.get_shape(key)[-2]
     last = (1, *shape)[-2:]
     if _same(last[0], length) and _same(last[1], size):
         return mask
-    ones = np.ones(max(len(shape), 2) + (rank == 3 and len(shape) == 3) - 2, dtype=np.int64)
+    ones = np.ones(rank - 2, dtype=np.int64)
     target = g.op.Concat(ones, _dims(g, query, -2, -1), _dims(g, key, -2, -1), axis=0)
     return g.op.Expand(mask, target)
 
 
 def _attention_op(g, query, key, value, mask, is_causal, scale) -> str:
+    if mask is not None:
+        mask = _attention_mask(g, mask, query, key)
     rank = g.get_rank(query)
     if rank == 3:
         query, key, value = (g.op.Unsqueeze(x, [1]) for x in (query, key, value))
-    if mask is not None:
-        mask = _attention_mask(g, mask, query, key, rank)
     attributes = {"is_causal": int(bool(is_causal))}
     if scale is not None:
         attributes["scale"] = float(scale)
@@ -209,9 +221,9 @@ def aten_scaled_dot_product_attention(
         raise UnsupportedError("scaled_dot_product_attention: enable_gqa needs a head dimension (rank >= 3).")
     out_type = sts.dtype
     elem = TensorProto.FLOAT if out_type in _UPCAST else out_type
-    query, key, value = (cast(g, x, elem) for x in (query, key, value))
+    query, key, value = (_cast_keeping_shape(g, x, elem) for x in (query, key, value))
     if attn_mask is not None and g.get_type(attn_mask) != TensorProto.BOOL:
-        attn_mask = cast(g, attn_mask, elem)
+        attn_mask = _cast_keeping_shape(g, attn_mask, elem)
     if _attention_fits(g, query, key, value, attn_mask, scale, enable_gqa, elem):
         result = _attention_op(g, query, key, value, attn_mask, is_causal, scale)
     else:

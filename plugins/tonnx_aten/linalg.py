@@ -1,19 +1,56 @@
-"""Matrix products: linear, addmm, mm, matmul."""
+"""Matrix products: linear, mm, bmm, matmul, the add* family, dot, outer, einsum."""
 
 from __future__ import annotations
 
-from tonnx import Converter
+import string
+
+from onnx import TensorProto
+
+from tonnx import Converter, UnsupportedError
+
+from ._helpers import cast, is_float, operand
+
+#: Integer types ONNX MatMul accepts; smaller integers are multiplied in int64 and wrapped
+#: back (modular arithmetic gives torch's wrapped result).
+_MATMUL_INTS = (TensorProto.INT32, TensorProto.INT64, TensorProto.UINT32, TensorProto.UINT64)
+_SMALL_INTS = (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16)
+
+
+def _matmul(g, a: str, b: str, elem: int, outputs=1) -> str:
+    """MatMul in ``elem`` (torch's result type), through int64 for small integer types."""
+    if is_float(elem) or elem in _MATMUL_INTS:
+        return g.op.MatMul(cast(g, a, elem), cast(g, b, elem), outputs=outputs)
+    if elem not in _SMALL_INTS:
+        raise UnsupportedError(f"matrix product of {TensorProto.DataType.Name(elem)} tensors")
+    wide = g.op.MatMul(cast(g, a, TensorProto.INT64), cast(g, b, TensorProto.INT64))
+    return g.op.Cast(wide, to=elem, outputs=outputs)
+
+
+def _scaled(g, x: str, factor, elem: int) -> str:
+    if factor == 1:
+        return x
+    return g.op.Mul(x, operand(g, factor, elem))
+
+
+def _beta_self_plus(g, outputs, self, product: str, beta, alpha, elem: int) -> str:
+    """``beta * self + alpha * product``; beta=0 ignores ``self`` (NaN included), as torch."""
+    product = _scaled(g, product, alpha, elem)
+    if beta == 0:
+        return g.op.Identity(product, outputs=outputs)
+    return g.op.Add(_scaled(g, cast(g, self, elem), beta, elem), product, outputs=outputs)
 
 
 # aten::linear.default
 def aten_linear(g, sts, outputs, input, weight, bias=None):
     "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"
-    if g.get_rank(input) == 2:
+    elem = sts.dtype
+    if is_float(elem) and g.get_rank(input) == 2 and g.get_rank(weight) == 2:
         return g.op.Gemm(input, weight, bias, transB=1, outputs=outputs)
-    product = g.op.MatMul(input, g.op.Transpose(weight, perm=[1, 0]))
+    if g.get_rank(weight) == 2:
+        weight = g.op.Transpose(weight, perm=[1, 0])
     if bias is None:
-        return g.op.Identity(product, outputs=outputs)
-    return g.op.Add(product, bias, outputs=outputs)
+        return _matmul(g, input, weight, elem, outputs=outputs)
+    return g.op.Add(_matmul(g, input, weight, elem), bias, outputs=outputs)
 
 
 # aten::t.default
@@ -24,14 +61,166 @@ def aten_t(g, sts, outputs, self):
     return g.op.Transpose(self, perm=[1, 0], outputs=outputs)
 
 
+# aten::mm.default
+def aten_mm(g, sts, outputs, self, mat2):
+    "mm(Tensor self, Tensor mat2) -> Tensor"
+    return _matmul(g, self, mat2, sts.dtype, outputs=outputs)
+
+
+# aten::bmm.default
+def aten_bmm(g, sts, outputs, self, mat2):
+    "bmm(Tensor self, Tensor mat2) -> Tensor"
+    return _matmul(g, self, mat2, sts.dtype, outputs=outputs)
+
+
+# aten::matmul.default
+def aten_matmul(g, sts, outputs, self, other):
+    "matmul(Tensor self, Tensor other) -> Tensor"
+    return _matmul(g, self, other, sts.dtype, outputs=outputs)
+
+
+# aten::mv.default
+def aten_mv(g, sts, outputs, self, vec):
+    "mv(Tensor self, Tensor vec) -> Tensor"
+    return _matmul(g, self, vec, sts.dtype, outputs=outputs)
+
+
+# aten::dot.default
+def aten_dot(g, sts, outputs, self, tensor):
+    "dot(Tensor self, Tensor tensor) -> Tensor"
+    return _matmul(g, self, tensor, sts.dtype, outputs=outputs)
+
+
+# aten::vdot.default
+def aten_vdot(g, sts, outputs, self, other):
+    "vdot(Tensor self, Tensor other) -> Tensor"
+    # conj(self) . other: real tensors only (ONNX has no complex MatMul)
+    return _matmul(g, self, other, sts.dtype, outputs=outputs)
+
+
 # aten::addmm.default
 def aten_addmm(g, sts, outputs, self, mat1, mat2, beta=1, alpha=1):
     "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
-    return g.op.Gemm(mat1, mat2, self, alpha=float(alpha), beta=float(beta), outputs=outputs)
+    elem = sts.dtype
+    if not is_float(elem):
+        return _beta_self_plus(g, outputs, self, _matmul(g, mat1, mat2, elem), beta, alpha, elem)
+    c = None if beta == 0 else self
+    return g.op.Gemm(mat1, mat2, c, alpha=float(alpha), beta=float(beta), outputs=outputs)
+
+
+# aten::baddbmm.default
+def aten_baddbmm(g, sts, outputs, self, batch1, batch2, beta=1, alpha=1):
+    "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+    elem = sts.dtype
+    return _beta_self_plus(g, outputs, self, _matmul(g, batch1, batch2, elem), beta, alpha, elem)
+
+
+# aten::addbmm.default
+def aten_addbmm(g, sts, outputs, self, batch1, batch2, beta=1, alpha=1):
+    "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+    elem = sts.dtype
+    product = g.op.ReduceSum(_matmul(g, batch1, batch2, elem), [0], keepdims=0)
+    return _beta_self_plus(g, outputs, self, product, beta, alpha, elem)
+
+
+# aten::addmv.default
+def aten_addmv(g, sts, outputs, self, mat, vec, beta=1, alpha=1):
+    "addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+    elem = sts.dtype
+    return _beta_self_plus(g, outputs, self, _matmul(g, mat, vec, elem), beta, alpha, elem)
+
+
+def _outer(g, a: str, b: str, elem: int, outputs=1) -> str:
+    column = g.op.Unsqueeze(operand(g, a, elem), [1])
+    if elem == TensorProto.BOOL:
+        return g.op.And(column, b, outputs=outputs)
+    return g.op.Mul(column, operand(g, b, elem), outputs=outputs)
+
+
+# aten::outer.default
+def aten_outer(g, sts, outputs, self, vec2):
+    "outer(Tensor self, Tensor vec2) -> Tensor"
+    return _outer(g, self, vec2, sts.dtype, outputs=outputs)
+
+
+# aten::ger.default
+def aten_ger(g, sts, outputs, self, vec2):
+    "ger(Tensor self, Tensor vec2) -> Tensor"
+    return _outer(g, self, vec2, sts.dtype, outputs=outputs)
+
+
+# aten::addr.default
+def aten_addr(g, sts, outputs, self, vec1, vec2, beta=1, alpha=1):
+    "addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+    elem = sts.dtype
+    if elem == TensorProto.BOOL:
+        raise UnsupportedError("addr on bool tensors (torch uses logical and/or there)")
+    return _beta_self_plus(g, outputs, self, _outer(g, vec1, vec2, elem), beta, alpha, elem)
+
+
+def _explicit_equation(equation: str) -> str:
+    """The equation with its output spelled out, as torch's implicit mode defines it.
+
+    torch sorts the implicit output labels with upper case first (A..Z, a..z) and puts the
+    ellipsis dimensions first; spelling them out leaves no room for a runtime to differ.
+    """
+    equation = equation.replace(" ", "")
+    if "->" in equation:
+        return equation
+    letters = [c for c in equation if c.isalpha()]
+    once = sorted((c for c in set(letters) if letters.count(c) == 1), key=lambda c: (c.islower(), c))
+    ellipsis = "..." if "..." in equation else ""
+    return f"{equation}->{ellipsis}{''.join(once)}"
+
+
+# aten::einsum.default
+def aten_einsum(g, sts, outputs, equation, tensors, path=None):
+    "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor"
+    elem = sts.dtype
+    if elem == TensorProto.BOOL or not (is_float(elem) or elem in _MATMUL_INTS):
+        raise UnsupportedError(f"einsum on {TensorProto.DataType.Name(elem)} tensors")
+    operands = [cast(g, t, elem) for t in tensors]
+    return g.op.Einsum(*operands, equation=_explicit_equation(equation), outputs=outputs)
+
+
+# aten::inner.default
+def aten_inner(g, sts, outputs, self, other):
+    "inner(Tensor self, Tensor other) -> Tensor"
+    elem = sts.dtype
+    ra, rb = g.get_rank(self), g.get_rank(other)
+    if ra == 0 or rb == 0:
+        return g.op.Mul(operand(g, self, elem), operand(g, other, elem), outputs=outputs)
+    letters = string.ascii_letters
+    if ra + rb - 1 > len(letters):
+        raise UnsupportedError(f"inner of tensors of ranks {ra} and {rb}")
+    a = letters[: ra - 1]
+    b = letters[ra - 1 : ra + rb - 2]
+    k = letters[ra + rb - 2]
+    equation = f"{a}{k},{b}{k}->{a}{b}"
+    return aten_einsum(g, sts, outputs, equation, [self, other])
 
 
 CONVERTERS = (
     Converter("aten::linear.default", aten_linear),
     Converter("aten::t.default", aten_t),
+    Converter("aten::mm.default", aten_mm),
+    Converter("aten::bmm.default", aten_bmm),
+    Converter("aten::matmul.default", aten_matmul),
+    Converter("aten::mv.default", aten_mv),
+    Converter("aten::dot.default", aten_dot),
+    Converter("aten::vdot.default", aten_vdot),
     Converter("aten::addmm.default", aten_addmm),
+    Converter("aten::addmm_.default", aten_addmm),
+    Converter("aten::baddbmm.default", aten_baddbmm),
+    Converter("aten::baddbmm_.default", aten_baddbmm),
+    Converter("aten::addbmm.default", aten_addbmm),
+    Converter("aten::addbmm_.default", aten_addbmm),
+    Converter("aten::addmv.default", aten_addmv),
+    Converter("aten::addmv_.default", aten_addmv),
+    Converter("aten::outer.default", aten_outer),
+    Converter("aten::ger.default", aten_ger),
+    Converter("aten::addr.default", aten_addr),
+    Converter("aten::addr_.default", aten_addr),
+    Converter("aten::einsum.default", aten_einsum),
+    Converter("aten::inner.default", aten_inner),
 )
