@@ -90,8 +90,7 @@ def _scaled_query(g, query: str, scale, elem: int) -> str:
     return g.op.Div(query, g.op.Sqrt(g.op.Cast(_dims(g, query, -1), to=elem)))
 
 
-def _transposed(g, key: str) -> str:
-    rank = g.get_rank(key)
+def _transposed(g, key: str, rank: int) -> str:
     return g.op.Transpose(key, perm=[*range(rank - 2), rank - 1, rank - 2])
 
 
@@ -103,9 +102,11 @@ def _zero_masked_rows(g, scores: str, weights: str, elem: int) -> str:
 
 
 def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) -> str:
+    keys, values = key, value
     if enable_gqa:
-        key, value = _repeat_heads(g, query, key), _repeat_heads(g, query, value)
-    scores = g.op.MatMul(_scaled_query(g, query, scale, elem), _transposed(g, key))
+        keys, values = _repeat_heads(g, query, key), _repeat_heads(g, query, value)
+    keys = _transposed(g, keys, g.get_rank(key))
+    scores = g.op.MatMul(_scaled_query(g, query, scale, elem), keys)
     keep = None
     if mask is not None and g.get_type(mask) == TensorProto.BOOL:
         keep = mask
@@ -119,7 +120,7 @@ def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) 
     weights = g.op.Softmax(scores, axis=-1)
     if mask is not None:
         weights = _zero_masked_rows(g, scores, weights, elem)
-    return g.op.MatMul(weights, value)
+    return g.op.MatMul(weights, values)
 
 
 # -- the Attention op (opset 23) ------------------------------------------------------------

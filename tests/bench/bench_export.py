@@ -1,0 +1,255 @@
+"""Benchmark: tonnx against torch.onnx.export(dynamo=True), measured in one run.
+
+    python tests/bench/bench_export.py                 # Llama 1..32 layers + model list
+    python tests/bench/bench_export.py --layers 1,2 --no-models --repeat 3
+
+For each case it prints: torch.export.export alone, tonnx.to_onnx total, tonnx's conversion
+(everything after torch.export), per-FX-node conversion time, torch.onnx.export(dynamo=True),
+peak memory of each export (in fresh subprocesses), ONNX node counts, onnxruntime latency
+of both models and the max abs diff of each against torch. Times are medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+LLAMA = dict(
+    hidden_size=256,
+    intermediate_size=512,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+)
+
+
+class LogitsOnly(torch.nn.Module):
+    """Wraps a causal LM so that the exported program returns plain logits."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+def llama(layers: int):
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(num_hidden_layers=layers, **LLAMA)
+    model = LogitsOnly(transformers.LlamaForCausalLM(config).eval())
+    return model, (torch.randint(0, 1000, (2, 32)),)
+
+
+def model_list() -> dict:
+    """The aten pack's model list (tests/models), for onnxruntime latency."""
+    from tests.models import transformer_models, vision_nets  # noqa: F401
+
+    cases = {}
+    for name in getattr(vision_nets, "BENCH_MODELS", ()):
+        cases[name] = getattr(vision_nets, name)
+    for name in getattr(transformer_models, "BENCH_MODELS", ()):
+        cases[name] = getattr(transformer_models, name)
+    return cases
+
+
+def median_time(fn, repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        begin = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - begin)
+    return statistics.median(times), result
+
+
+def torch_onnx_export(model, args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(model, args, dynamo=True, verbose=False)
+    return program.model_proto
+
+
+def ort_latency(onx, feeds, runs: int = 30) -> float:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    inputs = dict(zip(names, feeds))
+    for _ in range(3):
+        session.run(None, inputs)
+    times = []
+    for _ in range(runs):
+        begin = time.perf_counter()
+        session.run(None, inputs)
+        times.append(time.perf_counter() - begin)
+    return statistics.median(times)
+
+
+def max_diff(onx, model, args) -> float:
+    from tonnx.testing import run_onnxruntime
+
+    with torch.no_grad():
+        expected = model(*args)
+    got = run_onnxruntime(onx, list(args))[0]
+    return float(np.abs(got.astype(np.float64) - expected.numpy().astype(np.float64)).max())
+
+
+def child_peak(kind: str, layers: int) -> None:
+    """Runs one export in this (fresh) process and prints its peak memory increase."""
+    import tonnx
+
+    run = {
+        "export": torch.export.export,
+        "tonnx": tonnx.to_onnx,
+        "torch.onnx": torch_onnx_export,
+    }[kind]
+    run(torch.nn.Linear(2, 2), (torch.rand(1, 2),))  # imports and caches out of the figure
+    model, args = llama(layers)
+    rss_before = _rss_mb()
+    run(model, args)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"peak_mb": peak - rss_before}))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mb(kind: str, layers: int) -> float:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--layers", str(layers)],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"]
+
+
+def weights_mb(model) -> float:
+    return sum(p.numel() * p.element_size() for p in model.state_dict().values()) / 2**20
+
+
+def bench_llama(layers: int, repeat: int, memory: bool) -> dict:
+    import tonnx
+    from tonnx._export import _opsets, convert_program
+
+    model, args = llama(layers)
+    t_export, ep = median_time(lambda: torch.export.export(model, args), repeat)
+    t_convert, onx = median_time(lambda: convert_program(ep, {}, opsets=_opsets(18)), repeat)
+    t_total, onx = median_time(lambda: tonnx.to_onnx(model, args), repeat)
+    t_torch_onnx, ref = median_time(lambda: torch_onnx_export(model, args), repeat)
+    fx_nodes = len(ep.graph.nodes)
+    row = {
+        "case": f"llama-{layers}L",
+        "fx_nodes": fx_nodes,
+        "torch.export s": t_export,
+        "tonnx total s": t_total,
+        "tonnx convert s": t_convert,
+        "us/FX node": t_convert / fx_nodes * 1e6,
+        "torch.onnx s": t_torch_onnx,
+        "total/export": t_total / t_export,
+        "total/torch.onnx": t_total / t_torch_onnx,
+        "nodes tonnx": len(onx.graph.node),
+        "nodes torch.onnx": len(ref.graph.node),
+        "ort ms tonnx": ort_latency(onx, [a.numpy() for a in args]) * 1e3,
+        "ort ms torch.onnx": ort_latency(ref, [a.numpy() for a in args]) * 1e3,
+        "diff tonnx": max_diff(onx, model, args),
+        "diff torch.onnx": max_diff(ref, model, args),
+        "weights MB": weights_mb(model),
+    }
+    if memory:
+        row["peak MB export"] = peak_mb("export", layers)
+        row["peak MB tonnx"] = peak_mb("tonnx", layers)
+        row["peak MB torch.onnx"] = peak_mb("torch.onnx", layers)
+        row["tonnx/(w+export)"] = row["peak MB tonnx"] / (row["weights MB"] + row["peak MB export"])
+    return row
+
+
+def bench_model(name: str, factory, repeat: int) -> dict:
+    import tonnx
+
+    model, args = factory()
+    t_total, onx = median_time(lambda: tonnx.to_onnx(model, args), repeat)
+    t_torch_onnx, ref = median_time(lambda: torch_onnx_export(model, args), repeat)
+    feeds = [a.numpy() for a in args]
+    return {
+        "case": name,
+        "tonnx total s": t_total,
+        "torch.onnx s": t_torch_onnx,
+        "nodes tonnx": len(onx.graph.node),
+        "nodes torch.onnx": len(ref.graph.node),
+        "ort ms tonnx": ort_latency(onx, feeds) * 1e3,
+        "ort ms torch.onnx": ort_latency(ref, feeds) * 1e3,
+        "diff tonnx": max_diff(onx, model, args),
+        "diff torch.onnx": max_diff(ref, model, args),
+    }
+
+
+def print_table(rows: list[dict]) -> None:
+    if not rows:
+        return
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c, "")
+            cells.append(f"{v:.3g}" if isinstance(v, float) else str(v))
+        print("| " + " | ".join(cells) + " |")
+    print(flush=True)
+
+
+def describe_machine() -> str:
+    import onnx
+    import onnxruntime
+
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, torch {torch.__version__}, onnx {onnx.__version__}, "
+        f"onnxruntime {onnxruntime.__version__}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--layers", default="1,2,4,8,16,32")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--no-models", action="store_true")
+    parser.add_argument("--child", default=None)
+    args = parser.parse_args()
+    if args.child:
+        child_peak(args.child, int(args.layers))
+        return
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    print(describe_machine(), flush=True)
+    torch.export.export(torch.nn.Linear(2, 2), (torch.rand(1, 2),))  # warm torch.export up
+    rows = []
+    for layers in [int(x) for x in args.layers.split(",")]:
+        rows.append(bench_llama(layers, args.repeat, not args.no_memory))
+        print_table(rows[-1:])
+    print("## Llama (hidden 256, intermediate 512, 4 heads, 2 kv heads, vocab 1000, batch 2 x 32)")
+    print_table(rows)
+    if not args.no_models:
+        model_rows = [bench_model(n, f, args.repeat) for n, f in model_list().items()]
+        print("## Model list")
+        print_table(model_rows)
+
+
+if __name__ == "__main__":
+    main()
