@@ -204,3 +204,23 @@ def test_real_entry_point_of_installed_test_distribution():
     props = {p.key: p.value for p in onx.graph.node[0].metadata_props}
     assert props["pkg.tonnx.converter"].startswith("testpack:tonnx_testpack.twice")
     del lib
+
+
+def test_keys_of_overloads_packets_custom_ops_and_callables():
+    from tonnx.dispatch import target_key
+
+    assert target_key(torch.ops.aten.add.Tensor) == "aten::add.Tensor"
+    assert target_key(torch.ops.aten.relu.default) == "aten::relu.default"
+    assert target_key(torch.ops.aten.add) == "aten::add"
+    assert target_key(torch.sym_max) == "torch.sym_max"
+    assert Converter(torch.ops.aten.add, conv_a).is_packet
+    assert not Converter("aten::add.Tensor", conv_a).is_packet
+
+
+def test_converter_for_a_python_callable_in_the_graph():
+    def scale(x):
+        return x * 3
+
+    manager = manager_with(make_pack("p", [Converter(scale, conv_a)]))
+    key = f"{scale.__module__}.{scale.__qualname__}"
+    assert winner(manager, key) == ("p", conv_a)
