@@ -196,3 +196,13 @@ def test_external_data_writer(tmp_path):
     np.testing.assert_array_equal(
         onnx.numpy_helper.to_array(loaded.graph.initializer[0]), np.arange(1000, dtype=np.float32)
     )
+
+
+def test_node_names_stay_unique_when_prefixes_look_like_generated_names():
+    g = GraphBuilder(18)
+    g.make_tensor_input("x", TensorProto.FLOAT, (2,))
+    for prefix in ["index", "index", "index_1", "index_1"]:
+        g.node_prefix = prefix
+        g.op.Relu("x")
+    names = [n.name for n in g.nodes]
+    assert len(set(names)) == 4, names

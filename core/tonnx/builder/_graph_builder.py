@@ -66,18 +66,7 @@ class GraphBuilder:
 
     def unique_name(self, prefix: str) -> str:
         """A result name not used anywhere in this graph or its parents/subgraphs."""
-        counters = self._name_counters
-        count = counters.get(prefix)
-        if count is None:
-            counters[prefix] = 1
-            return prefix
-        while True:
-            candidate = f"{prefix}_{count}"
-            count += 1
-            if candidate not in counters:
-                counters[prefix] = count
-                counters[candidate] = 1
-                return candidate
+        return _take_unique(self._name_counters, prefix)
 
     def reserve_name(self, name: str) -> str:
         """Takes ``name`` exactly; fails if it is already used."""
@@ -95,10 +84,7 @@ class GraphBuilder:
         return name
 
     def _unique_node_name(self, prefix: str) -> str:
-        counters = self._node_name_counters
-        count = counters.get(prefix, 0)
-        counters[prefix] = count + 1
-        return prefix if count == 0 else f"{prefix}_{count}"
+        return _take_unique(self._node_name_counters, prefix)
 
     def has_name(self, name: str) -> bool:
         """True if ``name`` is a known result here or in an enclosing graph."""
@@ -333,3 +319,22 @@ class GraphBuilder:
     def get_debug_msg(self) -> str:
         """State of the builder quoted by every error raised during conversion."""
         return _debug.debug_message(self)
+
+
+def _take_unique(counters: dict[str, int], prefix: str) -> str:
+    """``prefix`` or ``prefix_<n>``, whichever is free in ``counters``; marks it taken.
+
+    ``counters[prefix]`` remembers the next suffix to try, so taking many names with the
+    same prefix stays linear.
+    """
+    count = counters.get(prefix)
+    if count is None:
+        counters[prefix] = 1
+        return prefix
+    while True:
+        candidate = f"{prefix}_{count}"
+        count += 1
+        if candidate not in counters:
+            counters[prefix] = count
+            counters[candidate] = 1
+            return candidate
