@@ -63,7 +63,9 @@ def run_onnxruntime(model, feeds: Sequence[Any]) -> list[np.ndarray]:
 def _to_numpy(t) -> np.ndarray:
     from .builder._constants import as_numpy
 
-    return np.ascontiguousarray(as_numpy(t))
+    array = as_numpy(t)
+    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def _flat_tensors(value) -> list:
