@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import torch
-from torch import nn
-
 import tonnx
+import torch
 from tonnx.testing import assert_close, run_onnxruntime
+from torch import nn
 
 
 def _rand(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -150,3 +149,13 @@ def test_in_house_celu():
     props = {p.key: p.value for p in celu.metadata_props}
     assert props["pkg.tonnx.converter"].startswith("<dispatcher>:"), props
     assert [a.f for a in celu.attribute if a.name == "alpha"] == [1.5]
+
+
+def test_celu_without_dispatcher_uses_the_packs():
+    torch.manual_seed(0)
+    model = LinearCelu().eval()
+    x = torch.randn(6, 5, generator=torch.Generator().manual_seed(0)) * 3
+    onx = tonnx.to_onnx(model, (x,))
+    _matches_torch(onx, model, (x,), [x])
+    labels = {p.value for n in onx.graph.node for p in n.metadata_props if p.key == "pkg.tonnx.converter"}
+    assert labels and not [lab for lab in labels if lab.startswith("<dispatcher>:")], labels

@@ -127,7 +127,8 @@ def llama(seed: int = 0, batch: int = 2, seq: int = 12):
 def mistral(seed: int = 0, batch: int = 2, seq: int = 12):
     import transformers
 
-    config = transformers.MistralConfig(**_decoder_kwargs(), sliding_window=None)
+    # a window shorter than the sequence, so the sliding-window mask matters
+    config = transformers.MistralConfig(**_decoder_kwargs(), sliding_window=8)
     return _causal_lm(config, seed, batch, seq)
 
 
@@ -141,7 +142,14 @@ def gpt2(seed: int = 0, batch: int = 2, seq: int = 12):
     import transformers
 
     config = transformers.GPT2Config(
-        n_embd=64, n_layer=2, n_head=4, n_positions=256, vocab_size=1000, attn_implementation=ATTN
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_positions=256,
+        vocab_size=1000,
+        bos_token_id=1,
+        eos_token_id=2,
+        attn_implementation=ATTN,
     )
     return _causal_lm(config, seed, batch, seq)
 

@@ -313,7 +313,7 @@ class _DenseBlock(nn.ModuleDict):
         super().__init__()
         for i in range(num_layers):
             layer = _DenseLayer(num_input_features + i * growth_rate, growth_rate, bn_size, drop_rate)
-            self.add_module("denselayer%d" % (i + 1), layer)
+            self.add_module(f"denselayer{i + 1}", layer)
 
     def forward(self, init_features: torch.Tensor) -> torch.Tensor:
         features = [init_features]
@@ -351,11 +351,11 @@ class DenseNet(nn.Module):
         num_features = num_init_features
         for i, num_layers in enumerate(block_config):
             block = _DenseBlock(num_layers, num_features, bn_size, growth_rate, drop_rate)
-            self.features.add_module("denseblock%d" % (i + 1), block)
+            self.features.add_module(f"denseblock{i + 1}", block)
             num_features = num_features + num_layers * growth_rate
             if i != len(block_config) - 1:
                 trans = _Transition(num_features, num_features // 2)
-                self.features.add_module("transition%d" % (i + 1), trans)
+                self.features.add_module(f"transition{i + 1}", trans)
                 num_features = num_features // 2
         self.features.add_module("norm5", nn.BatchNorm2d(num_features))
         self.classifier = nn.Linear(num_features, num_classes)
