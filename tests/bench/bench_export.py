@@ -57,14 +57,27 @@ def llama(layers: int):
 
 
 def model_list() -> dict:
-    """The aten pack's model list (tests/models), for onnxruntime latency."""
-    from tests.models import transformer_models, vision_nets  # noqa: F401
+    """The aten pack's model list (tests/models): name -> () -> (model, args)."""
+    from tests.models import transformer_models, vision_nets
 
-    cases = {}
-    for name in getattr(vision_nets, "BENCH_MODELS", ()):
-        cases[name] = getattr(vision_nets, name)
-    for name in getattr(transformer_models, "BENCH_MODELS", ()):
-        cases[name] = getattr(transformer_models, name)
+    def image(*shape):
+        return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+    def lstm():
+        model = vision_nets.word_language_model("LSTM")
+        return model, (torch.randint(0, model.ntoken, (5, 2)), model.init_hidden(2))
+
+    cases = {
+        "alexnet": lambda: (vision_nets.alexnet(), (image(1, 3, 224, 224),)),
+        "vgg11_bn": lambda: (vision_nets.vgg11(True), (image(1, 3, 224, 224),)),
+        "resnet18": lambda: (vision_nets.resnet18(), (image(2, 3, 64, 64),)),
+        "densenet121": lambda: (vision_nets.densenet121(), (image(2, 3, 64, 64),)),
+        "inception_v3": lambda: (vision_nets.inception_v3(), (image(2, 3, 75, 75),)),
+        "dcgan": lambda: (vision_nets.dcgan_generator(), (image(2, 100, 1, 1),)),
+        "super_resolution": lambda: (vision_nets.super_resolution(), (image(1, 1, 32, 32),)),
+        "word_language_model": lstm,
+    }
+    cases.update(transformer_models.MODELS)
     return cases
 
 
@@ -104,9 +117,13 @@ def max_diff(onx, model, args) -> float:
     from tonnx.testing import run_onnxruntime
 
     with torch.no_grad():
-        expected = model(*args)
-    got = run_onnxruntime(onx, list(args))[0]
+        expected = torch.utils._pytree.tree_leaves(model(*args))[0]
+    got = run_onnxruntime(onx, flat_inputs(args))[0]
     return float(np.abs(got.astype(np.float64) - expected.numpy().astype(np.float64)).max())
+
+
+def flat_inputs(args) -> list:
+    return [t.numpy() for t in torch.utils._pytree.tree_leaves(args)]
 
 
 def child_peak(kind: str, layers: int) -> None:
@@ -165,8 +182,8 @@ def bench_llama(layers: int, repeat: int, memory: bool) -> dict:
         "total/torch.onnx": t_total / t_torch_onnx,
         "nodes tonnx": len(onx.graph.node),
         "nodes torch.onnx": len(ref.graph.node),
-        "ort ms tonnx": ort_latency(onx, [a.numpy() for a in args]) * 1e3,
-        "ort ms torch.onnx": ort_latency(ref, [a.numpy() for a in args]) * 1e3,
+        "ort ms tonnx": ort_latency(onx, flat_inputs(args)) * 1e3,
+        "ort ms torch.onnx": ort_latency(ref, flat_inputs(args)) * 1e3,
         "diff tonnx": max_diff(onx, model, args),
         "diff torch.onnx": max_diff(ref, model, args),
         "weights MB": weights_mb(model),
@@ -185,7 +202,7 @@ def bench_model(name: str, factory, repeat: int) -> dict:
     model, args = factory()
     t_total, onx = median_time(lambda: tonnx.to_onnx(model, args), repeat)
     t_torch_onnx, ref = median_time(lambda: torch_onnx_export(model, args), repeat)
-    feeds = [a.numpy() for a in args]
+    feeds = flat_inputs(args)
     return {
         "case": name,
         "tonnx total s": t_total,
