@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
-
 from tonnx import Converter, UnsupportedError
 from tonnx.builder._dtypes import numpy_dtype
 
@@ -139,7 +138,7 @@ def _mask_fits(mask_shape, batch, heads, length, size) -> bool:
     """The mask broadcasts to (B, Hq, L, S) the way onnxruntime accepts (1 or equal)."""
     if len(mask_shape) > 4:
         return False
-    wanted = (batch, heads, length, size)[4 - len(mask_shape):]
+    wanted = (batch, heads, length, size)[4 - len(mask_shape) :]
     return all(d == 1 or _same(d, w) for d, w in zip(mask_shape, wanted))
 
 
@@ -219,7 +218,9 @@ def aten_scaled_dot_product_attention(
             f"model in eval mode or with dropout_p=0."
         )
     if enable_gqa and g.get_rank(query) < 3:
-        raise UnsupportedError("scaled_dot_product_attention: enable_gqa needs a head dimension (rank >= 3).")
+        raise UnsupportedError(
+            "scaled_dot_product_attention: enable_gqa needs a head dimension (rank >= 3)."
+        )
     out_type = sts.dtype
     elem = TensorProto.FLOAT if out_type in _UPCAST else out_type
     query, key, value = (_cast_keeping_shape(g, x, elem) for x in (query, key, value))

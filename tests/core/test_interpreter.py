@@ -236,3 +236,16 @@ def test_every_supported_opset_gives_a_valid_model(opset):
     onx = check_model(Neuron(), (torch.rand(5, 3),), target_opset=opset)
     onnx.checker.check_model(onx, full_check=True)
     assert onx.opset_import[0].version == opset
+
+
+def test_tuple_dynamic_shapes_with_varargs_forward():
+    def add(g, sts, outputs, self, other, alpha=1):
+        return g.op.Add(self, other, outputs=outputs)
+
+    from tonnx.testing import check_op
+
+    x, y = torch.rand(4, 3), torch.rand(4, 3)
+    onx = check_op(torch.add, [x, y], dynamic_shapes=({0: "n"}, {0: "n"}),
+                   other_inputs=[(torch.rand(6, 3), torch.rand(6, 3))],
+                   dispatcher=tonnx.Dispatcher({"aten::add.Tensor": add}))
+    assert onx.graph.input[1].type.tensor_type.shape.dim[0].dim_param == "n"

@@ -79,35 +79,59 @@ def _walk(arg, spec, path: str, named: list):
 
 
 def convert(model, args: tuple, kwargs: dict, dynamic_shapes) -> tuple[Any, list]:
-    """(spec for torch.export, [(tensor, axis, name)]) from the user's ``dynamic_shapes``."""
+    """(spec for torch.export, [(tensor, axis, name)]) from the user's ``dynamic_shapes``.
+
+    The spec is returned keyed by forward's parameter names, the form torch.export
+    matches unambiguously (a ``*args`` parameter gets one entry per positional input).
+    """
     named: list = []
     if dynamic_shapes is None:
         return None, named
-    if isinstance(dynamic_shapes, dict):
-        forward = getattr(model, "forward", model)
-        try:
-            bound = inspect.signature(forward).bind(*args, **kwargs)
-        except TypeError as e:
-            raise DynamicShapesError(f"Cannot match inputs to the signature of forward: {e}") from e
-        unknown = set(dynamic_shapes) - set(bound.arguments)
-        if unknown:
-            raise DynamicShapesError(
-                f"dynamic_shapes names {sorted(unknown)}, which are not arguments of forward "
-                f"(arguments: {list(bound.arguments)})."
-            )
-        spec = {
-            k: _walk(v, dynamic_shapes.get(k), f"[{k!r}]", named)
-            for k, v in bound.arguments.items()
-        }
-        return spec, named
+    bound = _bind(model, args, kwargs)
+    if not isinstance(dynamic_shapes, dict):
+        dynamic_shapes = _by_parameter(bound, args, kwargs, dynamic_shapes)
+    unknown = set(dynamic_shapes) - set(bound.arguments)
+    if unknown:
+        raise DynamicShapesError(
+            f"dynamic_shapes names {sorted(unknown)}, which are not arguments of forward "
+            f"(arguments: {list(bound.arguments)})."
+        )
+    spec = {
+        k: _walk(v, dynamic_shapes.get(k), f"[{k!r}]", named) for k, v in bound.arguments.items()
+    }
+    return spec, named
+
+
+def _bind(model, args: tuple, kwargs: dict):
+    forward = getattr(model, "forward", model)
+    try:
+        return inspect.signature(forward).bind(*args, **kwargs)
+    except TypeError as e:
+        raise DynamicShapesError(f"Cannot match inputs to the signature of forward: {e}") from e
+
+
+def _by_parameter(bound, args: tuple, kwargs: dict, dynamic_shapes) -> dict:
+    """A tuple with one entry per input (positional, then keyword) -> a dict by parameter."""
     if not isinstance(dynamic_shapes, (list, tuple)) or len(dynamic_shapes) != len(args) + len(kwargs):
         raise DynamicShapesError(
             f"dynamic_shapes must be a dict keyed by argument name or a tuple with one entry "
             f"per input ({len(args) + len(kwargs)}), got {dynamic_shapes!r}."
         )
-    values = list(args) + list(kwargs.values())
-    spec = tuple(_walk(a, s, f"[{i}]", named) for i, (a, s) in enumerate(zip(values, dynamic_shapes)))
-    return spec, named
+    positional = list(dynamic_shapes[: len(args)])
+    by_keyword = dict(zip(kwargs, dynamic_shapes[len(args) :]))
+    spec = {}
+    params = bound.signature.parameters
+    for name, value in bound.arguments.items():
+        if params[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            spec[name] = tuple(positional[: len(value)])
+            positional = positional[len(value) :]
+        elif params[name].kind is inspect.Parameter.VAR_KEYWORD:
+            spec[name] = {k: by_keyword[k] for k in value}
+        elif name in by_keyword:
+            spec[name] = by_keyword[name]
+        else:
+            spec[name] = positional.pop(0)
+    return spec
 
 
 def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
