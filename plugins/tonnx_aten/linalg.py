@@ -5,7 +5,6 @@ from __future__ import annotations
 import string
 
 from onnx import TensorProto
-
 from tonnx import Converter, UnsupportedError
 
 from ._helpers import cast, is_float, operand
@@ -16,14 +15,27 @@ _MATMUL_INTS = (TensorProto.INT32, TensorProto.INT64, TensorProto.UINT32, Tensor
 _SMALL_INTS = (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16)
 
 
-def _matmul(g, a: str, b: str, elem: int, outputs=1) -> str:
-    """MatMul in ``elem`` (torch's result type), through int64 for small integer types."""
+def _compute_type(elem: int, what: str) -> int:
+    """The type a product runs in: ``elem``, or int64 for the small integer types."""
     if is_float(elem) or elem in _MATMUL_INTS:
-        return g.op.MatMul(cast(g, a, elem), cast(g, b, elem), outputs=outputs)
-    if elem not in _SMALL_INTS:
-        raise UnsupportedError(f"matrix product of {TensorProto.DataType.Name(elem)} tensors")
-    wide = g.op.MatMul(cast(g, a, TensorProto.INT64), cast(g, b, TensorProto.INT64))
+        return elem
+    if elem in _SMALL_INTS:
+        return TensorProto.INT64
+    raise UnsupportedError(f"{what} of {TensorProto.DataType.Name(elem)} tensors")
+
+
+def _product(g, op_type: str, operands: list[str], elem: int, outputs=1, **attributes) -> str:
+    """MatMul or Einsum in ``elem`` (torch's result type), through int64 for small ints."""
+    compute = _compute_type(elem, op_type)
+    operands = [cast(g, x, compute) for x in operands]
+    if compute == elem:
+        return g.make_node(op_type, operands, outputs, **attributes)
+    wide = g.make_node(op_type, operands, **attributes)
     return g.op.Cast(wide, to=elem, outputs=outputs)
+
+
+def _matmul(g, a: str, b: str, elem: int, outputs=1) -> str:
+    return _product(g, "MatMul", [a, b], elem, outputs=outputs)
 
 
 def _scaled(g, x: str, factor, elem: int) -> str:
@@ -45,7 +57,8 @@ def aten_linear(g, sts, outputs, input, weight, bias=None):
     "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"
     elem = sts.dtype
     if is_float(elem) and g.get_rank(input) == 2 and g.get_rank(weight) == 2:
-        return g.op.Gemm(input, weight, bias, transB=1, outputs=outputs)
+        inputs = [input, weight] if bias is None else [input, weight, bias]
+        return g.make_node("Gemm", inputs, outputs, transB=1)
     if g.get_rank(weight) == 2:
         weight = g.op.Transpose(weight, perm=[1, 0])
     if bias is None:
@@ -104,8 +117,8 @@ def aten_addmm(g, sts, outputs, self, mat1, mat2, beta=1, alpha=1):
     elem = sts.dtype
     if not is_float(elem):
         return _beta_self_plus(g, outputs, self, _matmul(g, mat1, mat2, elem), beta, alpha, elem)
-    c = None if beta == 0 else self
-    return g.op.Gemm(mat1, mat2, c, alpha=float(alpha), beta=float(beta), outputs=outputs)
+    inputs = [mat1, mat2] if beta == 0 else [mat1, mat2, self]
+    return g.make_node("Gemm", inputs, outputs, alpha=float(alpha), beta=float(beta))
 
 
 # aten::baddbmm.default
@@ -119,7 +132,7 @@ def aten_baddbmm(g, sts, outputs, self, batch1, batch2, beta=1, alpha=1):
 def aten_addbmm(g, sts, outputs, self, batch1, batch2, beta=1, alpha=1):
     "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
     elem = sts.dtype
-    product = g.op.ReduceSum(_matmul(g, batch1, batch2, elem), [0], keepdims=0)
+    product = _product(g, "Einsum", [batch1, batch2], elem, equation="bmk,bkn->mn")
     return _beta_self_plus(g, outputs, self, product, beta, alpha, elem)
 
 
@@ -176,11 +189,8 @@ def _explicit_equation(equation: str) -> str:
 # aten::einsum.default
 def aten_einsum(g, sts, outputs, equation, tensors, path=None):
     "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor"
-    elem = sts.dtype
-    if elem == TensorProto.BOOL or not (is_float(elem) or elem in _MATMUL_INTS):
-        raise UnsupportedError(f"einsum on {TensorProto.DataType.Name(elem)} tensors")
-    operands = [cast(g, t, elem) for t in tensors]
-    return g.op.Einsum(*operands, equation=_explicit_equation(equation), outputs=outputs)
+    equation = _explicit_equation(equation)
+    return _product(g, "Einsum", list(tensors), sts.dtype, outputs=outputs, equation=equation)
 
 
 # aten::inner.default

@@ -206,3 +206,13 @@ def test_node_names_stay_unique_when_prefixes_look_like_generated_names():
         g.op.Relu("x")
     names = [n.name for n in g.nodes]
     assert len(set(names)) == 4, names
+
+
+def test_trailing_omitted_inputs_are_dropped_and_stats_typed():
+    g = GraphBuilder(18)
+    g.make_tensor_input("x", TensorProto.FLOAT16, (2, 4))
+    scale = g.make_initializer("", np.ones(4, dtype=np.float16))
+    y, mean, inv = g.op.LayerNormalization("x", scale, None, axis=-1, outputs=3)
+    assert g.nodes[-1].inputs == ["x", scale]
+    assert g.get_type(y) == TensorProto.FLOAT16
+    assert g.get_type(mean) == g.get_type(inv) == TensorProto.FLOAT

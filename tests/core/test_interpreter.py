@@ -249,3 +249,29 @@ def test_tuple_dynamic_shapes_with_varargs_forward():
                    other_inputs=[(torch.rand(6, 3), torch.rand(6, 3))],
                    dispatcher=tonnx.Dispatcher({"aten::add.Tensor": add}))
     assert onx.graph.input[1].type.tensor_type.shape.dim[0].dim_param == "n"
+
+
+def test_mutation_not_returned_by_the_op_is_functionalized():
+    from tonnx.interpreter._mutations import needs_functionalization, written_arguments
+
+    bn = torch.ops.aten._native_batch_norm_legit.default
+    assert written_arguments(bn) == ((3, None), (4, None))
+    assert written_arguments(torch.ops.aten.add_.Tensor) == ((0, 0),)
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y.add_(1)
+            return y
+
+    assert not needs_functionalization(torch.export.export(Model(), (torch.rand(3),)).graph)
+
+    class ViewMutation(torch.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y[0].add_(1)
+            return y
+
+    ep = torch.export.export(ViewMutation(), (torch.rand(3, 2),))
+    assert needs_functionalization(ep.graph)
+    check_model(ViewMutation(), (torch.rand(3, 2),))

@@ -219,6 +219,8 @@ class GraphBuilder:
         all small constants is folded into a constant when the op is cheap to evaluate.
         """
         inputs = list(inputs)
+        while inputs and not inputs[-1]:
+            inputs.pop()  # trailing omitted optional inputs are left out, not named ""
         for i in inputs:
             if i and not self.has_name(i):
                 raise TonnxError(

@@ -28,6 +28,8 @@ _INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
 _SECOND_INPUT_OPS = frozenset({"Where", "CastLike"})
 # Multi-output ops whose later outputs are int64 indices.
 _INDICES_OPS = frozenset({"TopK", "MaxPool"})
+# Ops whose mean/inverse-std outputs are in the stash type (float32 by default).
+_STASHED_STATISTICS_OPS = frozenset({"LayerNormalization"})
 
 
 def infer_types(g, node) -> None:
@@ -54,7 +56,12 @@ def infer_types(g, node) -> None:
     outputs = node.outputs
     types[outputs[0]] = elem
     if len(outputs) > 1:
-        rest = TensorProto.INT64 if op_type in _INDICES_OPS else elem
+        if op_type in _INDICES_OPS:
+            rest = TensorProto.INT64
+        elif op_type in _STASHED_STATISTICS_OPS:
+            rest = node.attributes.get("stash_type", TensorProto.FLOAT)
+        else:
+            rest = elem
         for out in outputs[1:]:
             if out:
                 types[out] = rest

@@ -152,8 +152,11 @@ class Interpreter:
         if written is None:
             written = _mutations.written_arguments(node.target)
             self._written[node.target] = written
-        for i in written:
-            self.env[node.args[i]] = self.env[node]
+        if written:
+            value = self.env[node]
+            for i, returned in written:
+                if returned is not None:
+                    self.env[node.args[i]] = value if type(value) is str else value[returned]
 
     def _failure(self, node, cand, error: Exception) -> Exception:
         where = (
@@ -175,6 +178,8 @@ class Interpreter:
         used_whole = False
         for user in node.users:
             if user.target is operator.getitem and type(user.args[1]) is int:
+                if not user.users:
+                    continue  # torch.export leaves getitems nobody reads
                 if not names[user.args[1]]:
                     names[user.args[1]] = unique(user.name)
             else:

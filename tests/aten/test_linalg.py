@@ -1,0 +1,236 @@
+"""Hypothesis tests of the matrix-product converters: torch eager against onnxruntime."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from tonnx.testing import check_op
+
+COVERS = {
+    "aten::linear.default",
+    "aten::t.default",
+    "aten::mm.default",
+    "aten::bmm.default",
+    "aten::matmul.default",
+    "aten::mv.default",
+    "aten::dot.default",
+    "aten::vdot.default",
+    "aten::addmm.default",
+    "aten::addmm_.default",
+    "aten::baddbmm.default",
+    "aten::baddbmm_.default",
+    "aten::addbmm.default",
+    "aten::addbmm_.default",
+    "aten::addmv.default",
+    "aten::addmv_.default",
+    "aten::outer.default",
+    "aten::ger.default",
+    "aten::addr.default",
+    "aten::addr_.default",
+    "aten::einsum.default",
+    "aten::inner.default",
+}
+
+FLOATS = [torch.float32, torch.float64, torch.float16]
+NUMBERS = [*FLOATS, torch.int64, torch.int32, torch.int8]
+dims = st.integers(1, 5)
+seeds = st.integers(0, 2**16)
+
+
+def make(seed: int, shape, dtype: torch.dtype) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=gen) > 0.5
+    if dtype.is_floating_point:
+        return (torch.rand(shape, generator=gen) * 2 - 1).to(dtype)
+    return torch.randint(-4, 5, shape, generator=gen).to(dtype)
+
+
+def at_least_1d(fn):
+    """``fn`` with a 0-d result made 1-d (by a broadcast add, exact).
+
+    Works around tonnx.testing turning 0-d results into shape (1,) (np.ascontiguousarray).
+    """
+
+    def wrapped(*args):
+        result = fn(*args)
+        if result.dim() or result.dtype == torch.bool:
+            return result
+        return result + torch.zeros(1, dtype=result.dtype)
+
+    return wrapped
+
+
+def tol(dtype: torch.dtype) -> dict:
+    if dtype == torch.float16:
+        return {"atol": 1e-2, "rtol": 1e-2}
+    return {"atol": 1e-5, "rtol": 1e-5}
+
+
+@given(
+    batch=st.lists(dims, max_size=2),
+    k=dims,
+    n=dims,
+    bias=st.booleans(),
+    vector_weight=st.booleans(),
+    dtype=st.sampled_from(NUMBERS),
+    seed=seeds,
+)
+def test_linear(batch, k, n, bias, vector_weight, dtype, seed):
+    x = make(seed, (*batch, k), dtype)
+    w = make(seed + 1, (k,) if vector_weight else (n, k), dtype)
+    tensors = [x, w]
+    if bias and not vector_weight:  # torch.export cannot trace a 1-D weight with a bias
+        tensors.append(make(seed + 2, (n,), dtype))
+    check_op(at_least_1d(torch.nn.functional.linear), tensors, expect_op="aten::linear.default", **tol(dtype))
+
+
+@given(shape=st.lists(dims, max_size=2), dtype=st.sampled_from(NUMBERS), seed=seeds)
+def test_t(shape, dtype, seed):
+    check_op(torch.t, [make(seed, shape, dtype)], expect_op="aten::t.default")
+
+
+def _product_shapes(op: str, b: int, m: int, k: int, n: int, lead: list[int]):
+    if op == "mm":
+        return [(m, k), (k, n)]
+    if op == "bmm":
+        return [(b, m, k), (b, k, n)]
+    if op == "mv":
+        return [(m, k), (k,)]
+    if op in ("dot", "vdot"):
+        return [(k,), (k,)]
+    # matmul: numpy broadcasting, 1-D operands included
+    left = (k,) if m == 1 else (*lead, m, k)
+    right = (k,) if n == 1 else (*lead[-1:], k, n)
+    return [left, right]
+
+
+@pytest.mark.parametrize("op", ["mm", "bmm", "matmul", "mv", "dot", "vdot"])
+@given(
+    b=dims,
+    m=dims,
+    k=dims,
+    n=dims,
+    lead=st.lists(dims, max_size=2),
+    dtype=st.sampled_from(NUMBERS),
+    seed=seeds,
+)
+def test_products(op, b, m, k, n, lead, dtype, seed):
+    a, c = _product_shapes(op, b, m, k, n, lead)
+    tensors = [make(seed, a, dtype), make(seed + 1, c, dtype)]
+    fn = at_least_1d(getattr(torch, op))
+    check_op(fn, tensors, expect_op=f"aten::{op}.default", **tol(dtype))
+
+
+def _coefficients(dtype, draw):
+    if dtype.is_floating_point:
+        values = st.sampled_from([0, 1, 0.5, -2.0])
+    else:
+        values = st.sampled_from([0, 1, 2, -3])
+    return draw(values), draw(values)
+
+
+def _add_product_shapes(op: str, b: int, m: int, k: int, n: int):
+    """(self's full shape, operand shapes) for the add* ops."""
+    if op == "addmm":
+        return (m, n), [(m, k), (k, n)]
+    if op == "baddbmm":
+        return (b, m, n), [(b, m, k), (b, k, n)]
+    if op == "addbmm":
+        return (m, n), [(b, m, k), (b, k, n)]
+    if op == "addmv":
+        return (m,), [(m, k), (k,)]
+    return (m, n), [(m,), (n,)]  # addr
+
+
+@pytest.mark.parametrize("op", ["addmm", "baddbmm", "addbmm", "addmv", "addr"])
+@pytest.mark.parametrize("inplace", [False, True], ids=["functional", "inplace"])
+@given(
+    b=dims,
+    m=dims,
+    k=dims,
+    n=dims,
+    broadcast=st.booleans(),
+    nan_self=st.booleans(),
+    dtype=st.sampled_from(NUMBERS),
+    data=st.data(),
+    seed=seeds,
+)
+def test_add_products(op, inplace, b, m, k, n, broadcast, nan_self, dtype, data, seed):
+    beta, alpha = _coefficients(dtype, data.draw)
+    full, operands = _add_product_shapes(op, b, m, k, n)
+    # self broadcasts to the product (never in place: the result would not fit)
+    self_shape = full[-1:] if broadcast and not inplace else full
+    self = make(seed, self_shape, dtype)
+    if nan_self and beta == 0 and dtype.is_floating_point:
+        self = torch.full_like(self, float("nan"))  # beta=0: torch ignores self entirely
+    tensors = [self] + [make(seed + i + 1, s, dtype) for i, s in enumerate(operands)]
+    name = f"{op}_" if inplace else op
+
+    def fn(s, x, y):
+        if inplace:
+            return getattr(s.clone(), name)(x, y, beta=beta, alpha=alpha)
+        return getattr(torch, op)(s, x, y, beta=beta, alpha=alpha)
+
+    check_op(fn, tensors, expect_op=f"aten::{name}.default", **tol(dtype))
+
+
+@pytest.mark.parametrize("op", ["outer", "ger"])
+@given(
+    m=dims,
+    n=dims,
+    dtypes=st.tuples(st.sampled_from([*NUMBERS, torch.bool]), st.sampled_from([*NUMBERS, torch.bool])),
+    seed=seeds,
+)
+def test_outer(op, m, n, dtypes, seed):
+    if op == "ger":
+        dtypes = (dtypes[0], dtypes[0])  # ger does not promote
+    tensors = [make(seed, (m,), dtypes[0]), make(seed + 1, (n,), dtypes[1])]
+    check_op(getattr(torch, op), tensors, expect_op=f"aten::{op}.default", **tol(dtypes[0]))
+
+
+EQUATIONS = [
+    ("ij,jk->ik", [("i", "j"), ("j", "k")]),
+    ("bij,bjk->bik", [("b", "i", "j"), ("b", "j", "k")]),
+    ("ij,jk", [("i", "j"), ("j", "k")]),  # implicit output
+    ("ba,ac", [("b", "a"), ("a", "c")]),  # implicit output is sorted: "bc"
+    ("Bi,iA", [("B", "i"), ("i", "A")]),  # upper case first: "AB"
+    ("...ij,...jk->...ik", [("e", "i", "j"), ("e", "j", "k")]),
+    ("i j , j", [("i", "j"), ("j",)]),  # spaces
+    ("ij->ji", [("i", "j")]),
+    ("ij->", [("i", "j")]),
+    ("bhqd,bhkd->bhqk", [("b", "h", "i", "j"), ("b", "h", "k", "j")]),
+    ("i,j,k->ijk", [("i",), ("j",), ("k",)]),
+]
+
+
+@pytest.mark.parametrize("equation,labels", EQUATIONS, ids=[e for e, _ in EQUATIONS])
+@given(
+    sizes=st.fixed_dictionaries({c: dims for c in "ABabcehijk"}),
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.float16, torch.int64, torch.int32]),
+    seed=seeds,
+)
+def test_einsum(equation, labels, sizes, dtype, seed):
+    tensors = [make(seed + i, [sizes[c] for c in lab], dtype) for i, lab in enumerate(labels)]
+    check_op(
+        at_least_1d(lambda *ts: torch.einsum(equation, *ts)),
+        tensors,
+        expect_op="aten::einsum.default",
+        **tol(dtype),
+    )
+
+
+@given(
+    shapes=st.tuples(st.lists(dims, max_size=3), st.lists(dims, max_size=3)),
+    k=dims,
+    dtype=st.sampled_from(NUMBERS),
+    seed=seeds,
+)
+def test_inner(shapes, k, dtype, seed):
+    a, b = shapes
+    a = (*a, k) if a else ()
+    b = (*b, k) if b else ()
+    tensors = [make(seed, a, dtype), make(seed + 1, b, dtype)]
+    check_op(at_least_1d(torch.inner), tensors, expect_op="aten::inner.default", **tol(dtype))
