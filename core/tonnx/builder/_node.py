@@ -38,4 +38,7 @@ class Node:
 
     def subgraphs(self) -> list:
         """Sub-builders held by graph attributes (the branches of an If, a Loop body)."""
-        return [v for v in self.attributes.values() if hasattr(v, "nodes")]
+        attributes = self.attributes
+        if not attributes:
+            return []
+        return [v for v in attributes.values() if hasattr(v, "nodes")]
