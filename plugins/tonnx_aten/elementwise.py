@@ -728,6 +728,8 @@ CONVERTERS = (
     Converter("aten::pow_.Scalar", aten_pow),
     Converter("aten::maximum.default", aten_maximum),
     Converter("aten::minimum.default", aten_minimum),
+    Converter("aten::max.other", aten_maximum),
+    Converter("aten::min.other", aten_minimum),
     Converter("aten::atan2.default", aten_atan2),
     Converter("aten::atan2_.default", aten_atan2),
     Converter("aten::eq.Tensor", aten_eq),

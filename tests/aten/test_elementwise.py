@@ -64,6 +64,8 @@ COVERS = {
     "aten::pow_.Scalar",
     "aten::maximum.default",
     "aten::minimum.default",
+    "aten::max.other",
+    "aten::min.other",
     "aten::atan2.default",
     "aten::atan2_.default",
     "aten::eq.Tensor",
@@ -431,6 +433,8 @@ def test_maximum_minimum(shapes, dtypes, seed):
     cases = [
         ("aten::maximum.default", torch.maximum),
         ("aten::minimum.default", torch.minimum),
+        ("aten::max.other", torch.max),
+        ("aten::min.other", torch.min),
     ]
     check_ops(cases, [a, b], **tol(*dtypes))
 
