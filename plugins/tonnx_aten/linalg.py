@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 
 from onnx import TensorProto
+
 from tonnx import Converter, UnsupportedError
 
 from ._helpers import cast, is_float, operand

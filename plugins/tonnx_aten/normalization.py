@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
+
 from tonnx import Converter, UnsupportedError
 from tonnx.builder._dtypes import numpy_dtype
 

@@ -10,6 +10,7 @@ when they are constants (module parameters), else by a Gather in the graph. Node
 from __future__ import annotations
 
 import numpy as np
+
 from tonnx import Converter, UnsupportedError
 from tonnx.builder._dtypes import numpy_dtype
 

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 from onnx import TensorProto
+
 from tonnx import Converter, UnsupportedError
 
 from ._helpers import cast, is_float, operand
@@ -518,6 +519,24 @@ def aten_log_softmax_int(g, sts, outputs, self, dim, dtype=None):
     return _softmax(g, "LogSoftmax", sts.dtype, self, dim)
 
 
+# aten::diff.default
+def aten_diff(g, sts, outputs, self, n=1, dim=-1, prepend=None, append=None):
+    "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"
+    rank = g.get_rank(self)
+    if rank == 0:
+        raise UnsupportedError("diff of a 0-d tensor (torch rejects it too)")
+    axes = np.array([dim % rank], dtype=np.int64)
+    pieces = [cast(g, t, sts.dtype) for t in (prepend, self, append) if t is not None]
+    x = g.op.Concat(*pieces, axis=int(axes[0])) if len(pieces) > 1 else pieces[0]
+    # torch.diff of bools is "not equal", i.e. a logical xor
+    op_type = "Xor" if sts.dtype == TensorProto.BOOL else "Sub"
+    for _ in range(n):
+        later = g.op.Slice(x, np.array([1], dtype=np.int64), np.array([2**62], dtype=np.int64), axes)
+        earlier = g.op.Slice(x, np.array([0], dtype=np.int64), np.array([-1], dtype=np.int64), axes)
+        x = g.make_node(op_type, [later, earlier])
+    return g.op.Identity(x, outputs=outputs)
+
+
 CONVERTERS = (
     Converter("aten::sum.default", aten_sum),
     Converter("aten::sum.dim_IntList", aten_sum_dim_intlist),
@@ -556,6 +575,7 @@ CONVERTERS = (
     Converter("aten::linalg_vector_norm.default", aten_linalg_vector_norm),
     Converter("aten::norm.ScalarOpt_dim", aten_norm_scalaropt_dim),
     Converter("aten::norm.Scalar", aten_norm_scalar),
+    Converter("aten::diff.default", aten_diff),
     Converter("aten::cumsum.default", aten_cumsum),
     Converter("aten::cumsum_.default", aten_cumsum),
     Converter("aten::cumprod.default", aten_cumprod),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
+
 from tonnx import Converter, UnsupportedError
 
 from ._helpers import cast, operand, shape_tensor

@@ -7,10 +7,11 @@ still come from the converter). In-place variants run on ``x * 1``, a fresh inte
 from __future__ import annotations
 
 import pytest
-import tonnx
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+
+import tonnx
 from tonnx.testing import check_model, check_op
 
 COVERS = {

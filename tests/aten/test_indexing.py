@@ -14,6 +14,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+
 from tonnx.testing import check_model, check_op
 
 COVERS = {

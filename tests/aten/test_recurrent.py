@@ -8,10 +8,11 @@ unrolls the time loop), so only the batch can be dynamic.
 from __future__ import annotations
 
 import pytest
-import tonnx
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+
+import tonnx
 from tonnx.testing import check_model, check_op
 
 LSTM, GRU = "aten::lstm.input", "aten::gru.input"

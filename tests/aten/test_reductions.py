@@ -6,8 +6,9 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
+
 from tonnx.testing import check_op
 
 COVERS = {
@@ -50,6 +51,7 @@ COVERS = {
     "aten::norm.Scalar",
     "aten::cumsum.default",
     "aten::cumsum_.default",
+    "aten::diff.default",
     "aten::cumprod.default",
     "aten::cumprod_.default",
     "aten::_softmax.default",
@@ -342,6 +344,36 @@ def test_cumulative(key, data, shape, dtype, cast_to, seed):
     x = make(seed, shape, dtype)
     fn = CUMULATIVE[key]
     run(lambda t: fn(t, dim, cast_to), [x], key)
+
+
+@given(
+    data=st.data(),
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+    dtype=st.sampled_from(ALL),
+    n=st.integers(1, 3),
+    ends=st.sampled_from(["none", "prepend", "append", "both"]),
+    seed=seeds,
+)
+def test_diff(data, shape, dtype, n, ends, seed):
+    rank = len(shape)
+    dim = data.draw(st.integers(-rank, rank - 1))
+    x = make(seed, shape, dtype)
+    edge = list(shape)
+    edge[dim] = 2
+    tensors = [x]
+    if ends in ("prepend", "both"):
+        tensors.append(make(seed + 1, edge, dtype))
+    if ends in ("append", "both"):
+        tensors.append(make(seed + 2, edge, dtype))
+
+    def fn(x, *extra):
+        it = iter(extra)
+        prepend = next(it) if ends in ("prepend", "both") else None
+        append = next(it) if ends in ("append", "both") else None
+        return torch.diff(x, n=n, dim=dim, prepend=prepend, append=append)
+
+    assume(shape[dim] + 2 * len(tensors[1:]) > n)  # else torch's result is empty
+    run(fn, tensors, "aten::diff.default")
 
 
 def test_cumprod_with_a_dynamic_axis():

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
-import tonnx
 import torch
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
+
+import tonnx
 from tonnx.testing import check_model, check_op
 
 COVERS = {

@@ -39,8 +39,12 @@ def test_unique_names_and_node_names():
     b = g.op.Relu("x")
     assert a != b
     assert len({n.name for n in g.nodes}) == 2
-    with pytest.raises(TonnxError, match="already used"):
+    with pytest.raises(TonnxError, match="defined twice"):
         g.make_tensor_input("x", TensorProto.FLOAT, (2,))
+    # a name from unique_name can name a new input (a Scan or Loop body's state)
+    sub = g.make_subgraph()
+    state = sub.make_tensor_input(g.unique_name("state"), TensorProto.FLOAT, (2,))
+    assert state == "state" and g.unique_name("state") != "state"
 
 
 def test_unknown_input_error_carries_debug_message():
@@ -56,7 +60,7 @@ def test_unknown_input_error_carries_debug_message():
 def test_typo_in_op_name_fails_at_once():
     g = GraphBuilder(18)
     with pytest.raises(AttributeError, match="MatMull"):
-        g.op.MatMull
+        g.op.MatMull  # noqa: B018
 
 
 def test_small_initializers_are_deduplicated_large_ones_not():

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tonnx
-from tonnx import Converter, ConverterConflictError, ConverterNotFoundError, PackLoadError, PackSpec
+from tonnx import Converter, ConverterConflictError, PackLoadError, PackSpec
 from tonnx.dispatch._manager import PackLoadWarning, PackManager
 from tonnx.dispatch._registry import INHOUSE_PACK
 
@@ -39,8 +39,8 @@ def manager_with(*packs, strict=False):
     return manager
 
 
-def winner(manager, key, dispatcher=tonnx.Dispatcher(), opset=18):
-    cand = manager.registry(opset, dispatcher).resolve(key, None)
+def winner(manager, key, dispatcher=None, opset=18):
+    cand = manager.registry(opset, dispatcher or tonnx.Dispatcher()).resolve(key, None)
     return cand and (cand.pack, cand.converter.function)
 
 

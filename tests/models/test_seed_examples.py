@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import tonnx
 import torch
-from tonnx.testing import assert_close, run_onnxruntime
 from torch import nn
+
+import tonnx
+from tonnx.testing import assert_close, run_onnxruntime
 
 
 def _rand(*shape: int, seed: int = 0) -> torch.Tensor:

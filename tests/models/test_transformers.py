@@ -6,8 +6,9 @@ import numpy as np
 import onnx
 import pytest
 import torch
-from tonnx.testing import check_model, run_onnxruntime
 from torch.export import Dim
+
+from tonnx.testing import check_model, run_onnxruntime
 
 from . import transformer_models as T
 

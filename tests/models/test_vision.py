@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
+
 from tonnx.testing import check_model, run_onnxruntime
 
 from . import vision_nets as V

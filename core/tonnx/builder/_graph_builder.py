@@ -68,15 +68,8 @@ class GraphBuilder:
         """A result name not used anywhere in this graph or its parents/subgraphs."""
         return _take_unique(self._name_counters, prefix)
 
-    def reserve_name(self, name: str) -> str:
-        """Takes ``name`` exactly; fails if it is already used."""
-        if name in self._name_counters:
-            raise TonnxError(f"Result name {name!r} is already used.{self.get_debug_msg()}")
-        self._name_counters[name] = 1
-        return name
-
-    def _claim_output(self, name: str) -> str:
-        """Takes ``name`` for a new result; it may be reserved but not yet defined."""
+    def _claim(self, name: str) -> str:
+        """Takes ``name`` for a new result; it may come from unique_name but not be defined."""
         if name in self.results:
             raise TonnxError(f"Result {name!r} is defined twice.{self.get_debug_msg()}")
         self._name_counters.setdefault(name, 1)
@@ -166,8 +159,7 @@ class GraphBuilder:
             existing = self._small_constants.get(key)
             if existing is not None and not name:
                 return existing
-        name = self.reserve_name(name) if name else self.unique_name(_constants.auto_name(value))
-        self.results.add(name)
+        name = self._claim(name) if name else self._claim(self.unique_name(_constants.auto_name(value)))
         self.constants[name] = value
         self.types[name] = _constants.elem_type(value)
         self.shapes[name] = tuple(value.shape)
@@ -179,8 +171,7 @@ class GraphBuilder:
 
     def make_tensor_input(self, name: str, elem_type: int, shape: Shape | None) -> str:
         """Adds a graph input of type ``elem_type``; ``shape`` may hold symbolic strings."""
-        name = self.reserve_name(name)
-        self.results.add(name)
+        name = self._claim(name)
         self.inputs.append(name)
         self.types[name] = elem_type
         if shape is not None:
@@ -235,9 +226,9 @@ class GraphBuilder:
         prefix = name or self.node_prefix
         if isinstance(outputs, int):
             base = f"{prefix}_{op_type.lower()}" if name else op_type.lower()
-            output_names = [self._claim_output(self.unique_name(base)) for _ in range(outputs)]
+            output_names = [self._claim(self.unique_name(base)) for _ in range(outputs)]
         else:
-            output_names = [self._claim_output(o) if o else "" for o in outputs]
+            output_names = [self._claim(o) if o else "" for o in outputs]
         if not domain and _folding.can_fold(self, op_type, inputs):
             folded = _folding.fold(self, op_type, inputs, attributes)
             if folded is not None:
