@@ -747,6 +747,28 @@ def aten_grid_sampler(g, sts, outputs, input, grid, interpolation_mode, padding_
     )
 
 
+# -- col2im -------------------------------------------------------------------------------------
+
+
+# aten::col2im.default
+def aten_col2im(g, sts, outputs, self, output_size, kernel_size, dilation, padding, stride):
+    "col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"
+    pads = _ints(padding, 2, "padding")
+    attributes = {
+        "dilations": _ints(dilation, 2, "dilation"),
+        "pads": pads + pads,
+        "strides": _ints(stride, 2, "stride"),
+    }
+    batched = g.get_rank(self) == 3
+    x = self if batched else g.op.Unsqueeze(self, np.array([0], dtype=np.int64))
+    image = shape_tensor(g, list(output_size))
+    block = np.array(_ints(kernel_size, 2, "kernel_size"), dtype=np.int64)
+    if batched:
+        return g.op.Col2Im(x, image, block, outputs=outputs, **attributes)
+    folded = g.op.Col2Im(x, image, block, **attributes)
+    return g.op.Squeeze(folded, np.array([0], dtype=np.int64), outputs=outputs)
+
+
 CONVERTERS = (
     Converter("aten::convolution.default", aten_convolution),
     Converter("aten::_convolution.default", aten__convolution),
@@ -799,4 +821,5 @@ CONVERTERS = (
     Converter("aten::grid_sampler.default", aten_grid_sampler),
     Converter("aten::grid_sampler_2d.default", aten_grid_sampler),
     Converter("aten::grid_sampler_3d.default", aten_grid_sampler),
+    Converter("aten::col2im.default", aten_col2im),
 )

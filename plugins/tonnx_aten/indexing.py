@@ -14,7 +14,7 @@ from onnx import TensorProto
 from tonnx import Converter, UnsupportedError
 from tonnx.builder._dtypes import numpy_dtype
 
-from ._helpers import cast, is_float, operand
+from ._helpers import cast, is_float, operand, output_used, unused_output
 
 _INT64 = TensorProto.INT64
 _BOOL = TensorProto.BOOL
@@ -572,6 +572,98 @@ def aten_argsort_stable(g, sts, outputs, self, *, stable, dim=-1, descending=Fal
     return aten_argsort(g, sts, outputs, self, dim, descending)
 
 
+# -- embedding_bag ------------------------------------------------------------------------------
+
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+def _i64(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def _bag_of_each_index(g, indices: str, offsets: str) -> str:
+    """The bag each position of ``indices`` falls in: the number of offsets <= it, minus 1."""
+    length = g.op.Squeeze(g.op.Shape(indices), _i64(0))
+    positions = g.op.Range(np.array(0, dtype=np.int64), length, np.array(1, dtype=np.int64))
+    starts = g.op.Unsqueeze(cast(g, offsets, TensorProto.INT64), _i64(0))
+    started = g.op.GreaterOrEqual(g.op.Unsqueeze(positions, _i64(1)), starts)
+    count = g.op.ReduceSum(cast(g, started, TensorProto.INT64), _i64(1), keepdims=0)
+    return g.op.Sub(count, np.array(1, dtype=np.int64))
+
+
+def _bag_totals(g, bags: str, updates: str, n_bags: str, fill, elem: int, reduction: str) -> str:
+    """Scatter-reduces ``updates`` (one row per index) into ``n_bags + 1`` rows, from ``fill``.
+
+    The extra last row keeps the scatter in range for empty offsets; the caller drops it.
+    """
+    shape = g.op.Concat(g.op.Add(n_bags, _i64(1)), g.op.Shape(updates, start=1), axis=0)
+    start = g.op.Expand(operand(g, fill, elem), shape)
+    return g.op.ScatterND(start, g.op.Unsqueeze(bags, _i64(1)), updates, reduction=reduction)
+
+
+def _unused_bag_outputs(g, outputs) -> list[str]:
+    return [unused_output(g, TensorProto.INT64) if name else "" for name in outputs[1:]]
+
+
+def _bag_result(g, outputs, x: str, n_bags: str) -> tuple:
+    first = g.op.Slice(x, _i64(0), n_bags, _i64(0), outputs=outputs[:1])
+    return first, *_unused_bag_outputs(g, outputs)
+
+
+def _bag_counts(g, bags: str, rows: str, keep, n_bags: str, elem: int) -> str:
+    """Number of (non-padding) indices per bag, in ``elem``, shaped like ``rows``' rows."""
+    ones = g.op.Expand(operand(g, 1, elem), g.op.Shape(rows))
+    ones = ones if keep is None else g.op.Where(keep, ones, operand(g, 0, elem))
+    return _bag_totals(g, bags, ones, n_bags, 0, elem, "add")
+
+
+def _bag_max(g, bags: str, rows: str, keep, n_bags: str, elem: int) -> str:
+    """Per-bag maximum; an empty bag (or one of padding only) is 0, as torch."""
+    if keep is not None:
+        rows = g.op.Where(keep, rows, operand(g, -np.inf, elem))
+    best = _bag_totals(g, bags, rows, n_bags, -np.inf, elem, "max")
+    counts = _bag_counts(g, bags, rows, keep, n_bags, elem)
+    return g.op.Where(g.op.Greater(counts, operand(g, 0, elem)), best, operand(g, 0, elem))
+
+
+# aten::_embedding_bag.default
+def aten__embedding_bag(
+    g, sts, outputs, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+    per_sample_weights=None, include_last_offset=False, padding_idx=-1,
+):
+    "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"
+    if any(output_used(sts, outputs, i) for i in (1, 2, 3)):
+        raise UnsupportedError("_embedding_bag offset2bag/bag_size/max_indices: kernel-specific")
+    if mode not in _BAG_MODES:
+        raise UnsupportedError(f"_embedding_bag mode={mode}")
+    if g.get_rank(indices) != 1:
+        raise UnsupportedError(f"_embedding_bag of {g.get_rank(indices)}-d indices")
+    elem = sts.dtypes[0]
+    n_bags = g.op.Shape(offsets)
+    bags = _bag_of_each_index(g, indices, offsets)
+    if include_last_offset:
+        # torch's CPU kernel ends the last bag at the end of ``indices``, whatever offsets[-1]
+        n_bags = g.op.Sub(n_bags, _i64(1))
+        bags = g.op.Min(bags, g.op.Squeeze(g.op.Sub(n_bags, _i64(1)), _i64(0)))
+    rows = g.op.Gather(weight, indices, axis=0)
+    keep = None
+    if padding_idx is not None and padding_idx >= 0:
+        pad = operand(g, padding_idx, g.get_type(indices))
+        keep = g.op.Unsqueeze(g.op.Not(g.op.Equal(indices, pad)), _i64(1))
+    if per_sample_weights is not None:
+        rows = g.op.Mul(rows, g.op.Unsqueeze(cast(g, per_sample_weights, elem), _i64(1)))
+    if _BAG_MODES[mode] == "max":
+        return _bag_result(g, outputs, _bag_max(g, bags, rows, keep, n_bags, elem), n_bags)
+    if keep is not None:
+        rows = g.op.Where(keep, rows, operand(g, 0, elem))
+    totals = _bag_totals(g, bags, rows, n_bags, 0, elem, "add")
+    if _BAG_MODES[mode] == "sum":
+        return _bag_result(g, outputs, totals, n_bags)
+    counts = _bag_counts(g, bags, rows, keep, n_bags, elem)
+    mean = g.op.Div(totals, g.op.Max(counts, operand(g, 1, elem)))
+    return _bag_result(g, outputs, mean, n_bags)
+
+
 CONVERTERS = (
     Converter("aten::index.Tensor", aten_index),
     Converter("aten::_unsafe_index.Tensor", aten_index),
@@ -616,4 +708,7 @@ CONVERTERS = (
     Converter("aten::sort.stable", aten_sort_stable),
     Converter("aten::argsort.default", aten_argsort),
     Converter("aten::argsort.stable", aten_argsort_stable),
+    Converter("aten::_embedding_bag.default", aten__embedding_bag),
+    Converter("aten::embedding_bag.default", aten__embedding_bag),
+    Converter("aten::embedding_bag.padding_idx", aten__embedding_bag),
 )

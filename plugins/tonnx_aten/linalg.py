@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import string
 
+import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
@@ -211,6 +213,90 @@ def aten_inner(g, sts, outputs, self, other):
     return aten_einsum(g, sts, outputs, equation, [self, other])
 
 
+# -- distances ---------------------------------------------------------------------------------
+
+
+def _axes(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def _direct_dist(g, x1: str, x2: str, p: float, elem: int) -> str:
+    """Pairwise ``p``-norm distances from the differences, as torch's direct kernel."""
+    diff = g.op.Sub(g.op.Unsqueeze(x1, _axes(-2)), g.op.Unsqueeze(x2, _axes(-3)))
+    if p == 0:
+        nonzero = cast(g, g.op.Not(g.op.Equal(diff, operand(g, 0, elem))), elem)
+        return g.op.ReduceSum(nonzero, _axes(-1), keepdims=0)
+    if p == math.inf:
+        return g.op.ReduceMax(g.op.Abs(diff), _axes(-1), keepdims=0)
+    if p == 1:
+        return g.op.ReduceSum(g.op.Abs(diff), _axes(-1), keepdims=0)
+    if p == 2:
+        return g.op.Sqrt(g.op.ReduceSum(g.op.Mul(diff, diff), _axes(-1), keepdims=0))
+    powered = g.op.Pow(g.op.Abs(diff), operand(g, p, elem))
+    return g.op.Pow(g.op.ReduceSum(powered, _axes(-1), keepdims=0), operand(g, 1.0 / p, elem))
+
+
+def _mm_dist(g, x1: str, x2: str, elem: int) -> str:
+    """Euclidean distances through a matrix product, as torch's ``_euclidean_dist``."""
+    n1 = g.op.ReduceSum(g.op.Mul(x1, x1), _axes(-1), keepdims=1)
+    n2 = g.op.ReduceSum(g.op.Mul(x2, x2), _axes(-1), keepdims=1)
+    rank = g.get_rank(x2)
+    swap = [*range(rank - 2), rank - 1, rank - 2]
+    x2t, n2t = g.op.Transpose(x2, perm=swap), g.op.Transpose(n2, perm=swap)
+    product = g.op.MatMul(g.op.Mul(x1, operand(g, -2, elem)), x2t)
+    squared = g.op.Add(g.op.Add(product, n1), n2t)
+    return g.op.Sqrt(g.op.Max(squared, operand(g, 0, elem)))
+
+
+def _uses_mm(g, x1: str, x2: str, mode: int):
+    """torch's choice of the matrix-product kernel: a bool, or a 0-d bool name if dynamic."""
+    if mode == 1:
+        return True
+    if mode != 0:
+        return False
+    rows = [g.get_shape(x1)[-2], g.get_shape(x2)[-2]]
+    if all(type(r) is int for r in rows):
+        return any(r > 25 for r in rows)
+    sizes = [g.op.Shape(x, start=-2, end=-1) for x in (x1, x2)]
+    large = [g.op.Greater(s, np.array([25], dtype=np.int64)) for s in sizes]
+    return g.op.Squeeze(g.op.Or(*large), _axes(0))
+
+
+# aten::_cdist_forward.default
+def aten__cdist_forward(g, sts, outputs, x1, x2, p=2.0, compute_mode=None):
+    "_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"
+    elem = sts.dtype
+    if not is_float(elem):
+        raise UnsupportedError(f"cdist of {TensorProto.DataType.Name(elem)} tensors")
+    if p < 0:
+        raise UnsupportedError(f"cdist with p={p} < 0")
+    x1, x2 = cast(g, x1, elem), cast(g, x2, elem)
+    mode = 0 if compute_mode is None else compute_mode
+    use_mm = _uses_mm(g, x1, x2, mode) if p == 2 else False
+    if use_mm is False:
+        return g.op.Identity(_direct_dist(g, x1, x2, p, elem), outputs=outputs)
+    if use_mm is True:
+        return g.op.Identity(_mm_dist(g, x1, x2, elem), outputs=outputs)
+    direct, mm = _direct_dist(g, x1, x2, p, elem), _mm_dist(g, x1, x2, elem)
+    return g.op.Where(use_mm, mm, direct, outputs=outputs)
+
+
+# aten::_pdist_forward.default
+def aten__pdist_forward(g, sts, outputs, self, p=2.0):
+    "_pdist_forward(Tensor self, float p=2.) -> Tensor"
+    elem = sts.dtype
+    if not is_float(elem):
+        raise UnsupportedError(f"pdist of {TensorProto.DataType.Name(elem)} tensors")
+    if p < 0:
+        raise UnsupportedError(f"pdist with p={p} < 0")
+    self = cast(g, self, elem)
+    full = g.op.Reshape(_direct_dist(g, self, self, p, elem), _axes(-1))
+    rows = g.op.Shape(self, start=0, end=1)
+    square = g.op.Expand(np.array(True), g.op.Concat(rows, rows, axis=0))
+    upper = g.op.Reshape(g.op.Trilu(square, np.array(1, dtype=np.int64), upper=1), _axes(-1))
+    return g.op.Compress(full, upper, axis=0, outputs=outputs)
+
+
 CONVERTERS = (
     Converter("aten::linear.default", aten_linear),
     Converter("aten::t.default", aten_t),
@@ -234,4 +320,8 @@ CONVERTERS = (
     Converter("aten::addr_.default", aten_addr),
     Converter("aten::einsum.default", aten_einsum),
     Converter("aten::inner.default", aten_inner),
+    Converter("aten::_cdist_forward.default", aten__cdist_forward),
+    Converter("aten::_pdist_forward.default", aten__pdist_forward),
+    Converter("aten::cdist.default", aten__cdist_forward),
+    Converter("aten::pdist.default", aten__pdist_forward),
 )

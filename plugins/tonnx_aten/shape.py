@@ -783,6 +783,15 @@ def aten_as_strided(g, sts, outputs, self, size, stride, storage_offset=None):
     return g.op.Gather(flat, index)
 
 
+# aten::_local_scalar_dense.default
+def aten__local_scalar_dense(g, sts, outputs, self):
+    "_local_scalar_dense(Tensor self) -> Scalar"
+    scalar = g.op.Reshape(self, np.zeros((0,), dtype=np.int64))
+    if g.get_type(self) == sts.dtype:
+        return g.op.Identity(scalar, outputs=outputs)
+    return g.op.Cast(scalar, to=sts.dtype, outputs=outputs)
+
+
 CONVERTERS = (
     Converter("aten::view.default", aten_view),
     Converter("aten::_unsafe_view.default", aten_view),
@@ -868,4 +877,6 @@ CONVERTERS = (
     Converter("aten::unfold.default", aten_unfold),
     Converter("aten::as_strided.default", aten_as_strided),
     Converter("aten::as_strided_copy.default", aten_as_strided),
+    Converter("aten::_local_scalar_dense.default", aten__local_scalar_dense),
+    Converter("aten::item.default", aten__local_scalar_dense),
 )

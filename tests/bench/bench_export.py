@@ -263,10 +263,15 @@ def main() -> None:
     print("## Llama (hidden 256, intermediate 512, 4 heads, 2 kv heads, vocab 1000, batch 2 x 32)")
     print_table(rows)
     if not args.no_models:
-        model_rows = [bench_model(n, f, args.repeat) for n, f in model_list().items()]
+        model_rows = []
+        for name, factory in model_list().items():
+            try:
+                model_rows.append(bench_model(name, factory, args.repeat))
+            except Exception as e:  # one exporter failing on one model must not hide the rest
+                model_rows.append({"case": name, "error": f"{type(e).__name__}: {str(e)[:80]}"})
+            print_table(model_rows[-1:])
         print("## Model list")
         print_table(model_rows)
-
 
 if __name__ == "__main__":
     main()

@@ -220,3 +220,20 @@ def test_trailing_omitted_inputs_are_dropped_and_stats_typed():
     assert g.nodes[-1].inputs == ["x", scale]
     assert g.get_type(y) == TensorProto.FLOAT16
     assert g.get_type(mean) == g.get_type(inv) == TensorProto.FLOAT
+
+
+def test_integer_and_boolean_mask_chains_fold_floats_do_not():
+    g = GraphBuilder(18)
+    g.make_tensor_input("x", TensorProto.FLOAT, (4, 4))
+    positions = g.op.Range(np.array(0), np.array(4), np.array(1))
+    rows = g.op.Unsqueeze(positions, np.array([1]))
+    cols = g.op.Unsqueeze(positions, np.array([0]))
+    causal = g.op.LessOrEqual(cols, rows)
+    mask = g.op.Where(causal, np.array(0.0, dtype=np.float32), np.array(-np.inf, dtype=np.float32))
+    assert g.nodes == [] and g.is_constant(mask)
+    np.testing.assert_array_equal(g.get_constant(mask), np.where(np.tril(np.ones((4, 4))) > 0, 0, -np.inf))
+    g.op.Cos(mask)  # float math is left to the runtime
+    assert [n.op_type for n in g.nodes] == ["Cos"]
+    # a small input expanded to a large result is not folded
+    g.op.Expand(np.array([1], dtype=np.int64), np.array([2000], dtype=np.int64))
+    assert [n.op_type for n in g.nodes] == ["Cos", "Expand"]

@@ -80,6 +80,69 @@ def _binary(fn: Callable) -> Callable:
     return fold
 
 
+def _unary(fn: Callable) -> Callable:
+    def fold(g, inputs, attrs):
+        return [np.asarray(fn(g.get_constant(inputs[0])))]
+
+    return fold
+
+
+def _compare(fn: Callable) -> Callable:
+    def fold(g, inputs, attrs):
+        return [np.asarray(fn(g.get_constant(inputs[0]), g.get_constant(inputs[1])))]
+
+    return fold
+
+
+def _where(g, inputs, attrs):
+    c, x, y = (g.get_constant(i) for i in inputs)
+    return [np.where(c, x, y).astype(np.result_type(x, y), copy=False)]
+
+
+def _range(g, inputs, attrs):
+    start, limit, delta = (g.get_constant(i) for i in inputs)
+    return [np.arange(start, limit, delta, dtype=start.dtype)]
+
+
+def _expand(g, inputs, attrs):
+    x = g.get_constant(inputs[0])
+    shape = np.broadcast_shapes(x.shape, tuple(g.get_constant(inputs[1]).tolist()))
+    return [np.broadcast_to(x, shape)]
+
+
+def _cumsum(g, inputs, attrs):
+    if attrs.get("exclusive", 0) or attrs.get("reverse", 0):
+        return None
+    x = g.get_constant(inputs[0])
+    return [np.cumsum(x, axis=int(g.get_constant(inputs[1])), dtype=x.dtype)]
+
+
+def _gather_nd(g, inputs, attrs):
+    if attrs.get("batch_dims", 0):
+        return None
+    data, indices = g.get_constant(inputs[0]), g.get_constant(inputs[1])
+    return [np.asarray(data[tuple(np.moveaxis(indices, -1, 0))])]
+
+
+def _slice(g, inputs, attrs):
+    data = g.get_constant(inputs[0])
+    starts, ends = g.get_constant(inputs[1]), g.get_constant(inputs[2])
+    axes = g.get_constant(inputs[3]) if len(inputs) > 3 and inputs[3] else range(len(starts))
+    steps = g.get_constant(inputs[4]) if len(inputs) > 4 and inputs[4] else [1] * len(starts)
+    index = [slice(None)] * data.ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        index[int(axis)] = slice(int(start), int(end), int(step))
+    return [data[tuple(index)]]
+
+
+def _constant_of_shape(g, inputs, attrs):
+    from onnx import numpy_helper
+
+    value = attrs.get("value")
+    fill = numpy_helper.to_array(value).reshape(()) if value is not None else np.float32(0)
+    return [np.full(tuple(g.get_constant(inputs[0]).tolist()), fill, dtype=fill.dtype)]
+
+
 _FOLDERS: dict[str, Callable] = {
     "Shape": _shape,
     "Reshape": _reshape,
@@ -93,8 +156,28 @@ _FOLDERS: dict[str, Callable] = {
     "Add": _binary(np.add),
     "Sub": _binary(np.subtract),
     "Mul": _binary(np.multiply),
+    "Neg": _unary(np.negative),
+    "Max": _binary(np.maximum),
+    "Min": _binary(np.minimum),
+    "Not": _unary(np.logical_not),
+    "And": _compare(np.logical_and),
+    "Or": _compare(np.logical_or),
+    "Xor": _compare(np.logical_xor),
+    "Equal": _compare(np.equal),
+    "Less": _compare(np.less),
+    "LessOrEqual": _compare(np.less_equal),
+    "Greater": _compare(np.greater),
+    "GreaterOrEqual": _compare(np.greater_equal),
+    "Where": _where,
+    "Range": _range,
+    "Expand": _expand,
+    "CumSum": _cumsum,
+    "GatherND": _gather_nd,
+    "Slice": _slice,
+    "ConstantOfShape": _constant_of_shape,
 }
-_INTEGER_ONLY = {"Add", "Sub", "Mul"}
+# Arithmetic folded only on integers: float rounding could differ from the runtime's.
+_INTEGER_ONLY = {"Add", "Sub", "Mul", "Neg", "Max", "Min", "Range", "CumSum"}
 
 
 def foldable_op(op_type: str) -> bool:
@@ -120,8 +203,14 @@ def can_fold(g, op_type: str, inputs: list[str]) -> bool:
     return True
 
 
-def fold(g, op_type: str, inputs: list[str], attributes: dict) -> list[np.ndarray] | None:
-    return _FOLDERS[op_type](g, inputs, attributes)
+def fold(
+    g, op_type: str, inputs: list[str], attributes: dict, max_elements: int = EAGER_MAX_ELEMENTS
+) -> list[np.ndarray] | None:
+    """The op's results, or None when the op's options or the result's size say no."""
+    values = _FOLDERS[op_type](g, inputs, attributes)
+    if values is None or any(np.size(v) > max_elements for v in values):
+        return None
+    return values
 
 
 def _size(shape) -> int:

@@ -106,7 +106,12 @@ def constant_folding(g) -> int:
         if node.domain or not _folding.foldable_op(node.op_type) or not _foldable(g, node, consumers):
             kept.append(node)
             continue
-        values = _folding.fold(g, node.op_type, node.inputs, node.attributes)
+        # layout ops on weights may be large (their input is dropped); others stay small
+        limit = 2**62 if node.op_type in _LAYOUT_OPS else _folding.EAGER_MAX_ELEMENTS
+        values = _folding.fold(g, node.op_type, node.inputs, node.attributes, limit)
+        if values is None:
+            kept.append(node)
+            continue
         for out, value in zip(node.outputs, values):
             if out in outputs:
                 continue
