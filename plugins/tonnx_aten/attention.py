@@ -94,6 +94,15 @@ def _transposed(g, key: str, rank: int) -> str:
     return g.op.Transpose(key, perm=[*range(rank - 2), rank - 1, rank - 2])
 
 
+def _every_row_alive(g, mask: str) -> bool:
+    """True when a constant mask leaves every row at least one score (no guard needed)."""
+    if not g.is_constant(mask):
+        return False
+    values = g.get_constant(mask)
+    alive = values if values.dtype == np.bool_ else np.isfinite(values)
+    return values.ndim > 0 and bool(alive.any(axis=-1).all())
+
+
 def _zero_masked_rows(g, scores: str, weights: str, elem: int) -> str:
     """torch's safe softmax: a row of scores all ``-inf`` gives 0, not NaN."""
     row_max = g.op.ReduceMax(scores, np.array([-1], dtype=np.int64), keepdims=1)
@@ -118,7 +127,7 @@ def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) 
     if keep is not None:
         scores = g.op.Where(keep, scores, np.array(-np.inf, dtype=numpy_dtype(elem)))
     weights = g.op.Softmax(scores, axis=-1)
-    if mask is not None:
+    if mask is not None and not _every_row_alive(g, keep if keep is not None else mask):
         weights = _zero_masked_rows(g, scores, weights, elem)
     return g.op.MatMul(weights, values)
 

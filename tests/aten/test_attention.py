@@ -185,3 +185,23 @@ def test_transformers_style_attention(b, n, opset):
     model = _SelfAttention().eval()
     mask = torch.ones(n, n, dtype=torch.bool).tril().expand(b, 1, n, n)
     check_model(model, (torch.randn(b, n, 16), mask), expect_ops=[SDPA], target_opset=opset)
+
+
+@pytest.mark.parametrize("dead_row", [False, True])
+def test_constant_mask_guard_only_when_a_row_is_fully_masked(dead_row):
+    """A constant mask that leaves every row a score needs no safe-softmax guard."""
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    if dead_row:
+        mask[2] = False
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", mask)
+
+        def forward(self, q, k, v):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    onx = check_model(Model(), (q, k, v), expect_ops=["aten::scaled_dot_product_attention.default"])
+    assert ("IsInf" in {n.op_type for n in onx.graph.node}) == dead_row

@@ -13,7 +13,7 @@ import numpy as np
 from ._dtypes import numpy_dtype
 
 #: Results larger than this are only folded by the pass, when the input has one consumer.
-EAGER_MAX_ELEMENTS = 1024
+EAGER_MAX_ELEMENTS = 65536
 
 
 def _shape(g, inputs, attrs):
