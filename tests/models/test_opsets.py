@@ -5,6 +5,7 @@ from __future__ import annotations
 import onnx
 import pytest
 import torch
+
 from tonnx.testing import check_model
 
 from . import transformer_models as T
