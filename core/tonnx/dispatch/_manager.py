@@ -10,7 +10,7 @@ import pluggy
 
 from .._errors import ConverterNotFoundError, PackLoadError
 from . import _config, _hookspecs
-from ._converter import Converter, target_key
+from ._converter import Converter, packet_key, target_key
 from ._dispatcher import DEFAULT_DISPATCHER, Dispatcher
 from ._pack import PackSpec
 from ._registry import INHOUSE_PACK, INHOUSE_PRIORITY, Candidate, Registry
@@ -73,8 +73,6 @@ class PackManager:
         except Exception as e:
             if self._pm.is_registered(plugin):
                 self._pm.unregister(plugin)
-            if isinstance(e, PackLoadError) and self.strict:
-                raise
             self._failed(name or repr(plugin), str(e), e)
             return None
         if spec.name in self.specs:
@@ -188,8 +186,7 @@ class PackManager:
                 keys = {c.key for c in self.converters(name)}
             except PackLoadError:
                 continue
-            packet = key.split(".")[0] if "::" in key else key
-            if key in keys or packet in keys:
+            if key in keys or packet_key(key) in keys:
                 names.append(name)
         if not names:
             return ""

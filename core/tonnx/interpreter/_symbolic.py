@@ -38,7 +38,8 @@ def sym_size(g, out: str, x: str, dim: int) -> str:
     rank = len(shape) if shape is not None else None
     if rank is not None and dim < 0:
         dim += rank
-    full = g.op.Shape(x, start=dim, end=dim + 1) if rank is None else g.op.Shape(x, start=dim, end=dim + 1)
+    # dim + 1 == 0 (the last axis, rank unknown) means "to the end", not "to axis 0"
+    full = g.op.Shape(x, start=dim) if dim == -1 else g.op.Shape(x, start=dim, end=dim + 1)
     return g.op.Squeeze(full, np.array([0], dtype=np.int64), outputs=[out])
 
 
@@ -92,16 +93,12 @@ def _neg(g, out: str, a) -> str:
 
 
 def _to_float(g, out: str, a) -> str:
-    return _operand_identity(g, out, _operand(g, a, TensorProto.DOUBLE))
+    return g.op.Identity(_operand(g, a, TensorProto.DOUBLE), outputs=[out])
 
 
 def _to_int(g, out: str, a) -> str:
     # python int() truncates toward zero, as Cast does
-    return _operand_identity(g, out, _operand(g, a, TensorProto.INT64))
-
-
-def _operand_identity(g, out: str, name: str) -> str:
-    return g.op.Identity(name, outputs=[out])
+    return g.op.Identity(_operand(g, a, TensorProto.INT64), outputs=[out])
 
 
 def _rounding(onnx_op: str):
@@ -114,14 +111,6 @@ def _rounding(onnx_op: str):
 
 def _not(g, out: str, a) -> str:
     return g.op.Not(a, outputs=[out])
-
-
-def _minmax(onnx_op: str):
-    def convert(g, out: str, a, b) -> str:
-        elem = _common_type(g, (a, b))
-        return g.make_node(onnx_op, [_operand(g, a, elem), _operand(g, b, elem)], [out])
-
-    return convert
 
 
 def _bool_binary(onnx_op: str):
@@ -154,8 +143,8 @@ def handlers() -> dict:
         operator.ge: _compare("GreaterOrEqual"),
         operator.and_: _bool_binary("And"),
         operator.or_: _bool_binary("Or"),
-        torch.sym_max: _minmax("Max"),
-        torch.sym_min: _minmax("Min"),
+        torch.sym_max: _binary("Max"),
+        torch.sym_min: _binary("Min"),
         torch.sym_not: _not,
         torch.sym_float: _to_float,
         torch.sym_int: _to_int,
