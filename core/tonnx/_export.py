@@ -12,6 +12,10 @@ from ._errors import ExportFailedError, OutputFileError, TonnxError
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
 
 
+#: torch.onnx.export's default opset, so a model exported by either has the same ops.
+DEFAULT_OPSET = 20
+
+
 def to_onnx(
     model: Any,
     args: tuple = (),
@@ -20,7 +24,7 @@ def to_onnx(
     dynamic_shapes: Any = None,
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
-    target_opset: int | dict[str, int] = 18,
+    target_opset: int | dict[str, int] = DEFAULT_OPSET,
     dispatcher: Any = None,
     optimize: bool = True,
     filename: str | os.PathLike | None = None,
@@ -32,7 +36,7 @@ def to_onnx(
 
     - ``dynamic_shapes``: as for ``torch.export.export``; a dimension may also be given as
       a string (``{0: "batch"}``), which also names it in the ONNX model.
-    - ``target_opset``: main-domain opset (18 to 23), or ``{"": 23, "com.microsoft": 1}``.
+    - ``target_opset``: main-domain opset (18 to 23, default 20 as torch.onnx), or ``{"": 23, "com.microsoft": 1}``.
     - ``dispatcher``: a :class:`tonnx.Dispatcher` with in-house converters, fallback packs
       or pack switches; the default one uses the installed packs and has no fallback.
     - ``optimize``: run the builder's passes (identity removal, folding, dead code).
@@ -62,7 +66,7 @@ def to_onnx(
 
 def _opsets(target_opset) -> dict[str, int]:
     opsets = {"": target_opset} if isinstance(target_opset, int) else dict(target_opset)
-    main_opset = opsets.setdefault("", 18)
+    main_opset = opsets.setdefault("", DEFAULT_OPSET)
     if not 18 <= main_opset <= 23:
         raise TonnxError(f"target_opset={main_opset} is not supported; choose 18 to 23.")
     return opsets

@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 
+from ._export import DEFAULT_OPSET
+
 
 def _demo(args) -> int:
     import numpy as np
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     packs.set_defaults(run=_packs)
     explain = sub.add_parser("explain", help="show the converters of an op and the winner")
     explain.add_argument("op", help="e.g. aten.add.Tensor or aten::relu.default")
-    explain.add_argument("--opset", type=int, default=18)
+    explain.add_argument("--opset", type=int, default=DEFAULT_OPSET)
     explain.set_defaults(run=_explain)
     args = parser.parse_args(argv)
     return args.run(args)

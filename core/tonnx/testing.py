@@ -127,11 +127,11 @@ def check_model(
     run = {"onnxruntime": run_onnxruntime, "reference": run_reference}[runtime]
     import torch
 
-    from ._export import _opsets, convert_program, export_program
+    from ._export import DEFAULT_OPSET, _opsets, convert_program, export_program
 
     kwargs = dict(kwargs or {})
     dynamic_shapes = to_onnx_kwargs.pop("dynamic_shapes", None)
-    opsets = _opsets(to_onnx_kwargs.pop("target_opset", 18))
+    opsets = _opsets(to_onnx_kwargs.pop("target_opset", DEFAULT_OPSET))
     ep, dim_names = export_program(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes)
     missing = set(expect_ops) - op_keys(ep)
     if missing:

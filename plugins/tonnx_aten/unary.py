@@ -462,14 +462,15 @@ def aten_selu(g, sts, outputs, self):
 
 
 def _gelu_formula(g, x: str, approximate: str) -> str:
+    """GELU before opset 20, spelled as the patterns onnxruntime fuses into one Gelu kernel."""
     if approximate == "none":
-        # x * 0.5 * (1 + erf(x / sqrt(2)))
-        erf = g.op.Erf(g.op.Mul(x, 0.5 * math.sqrt(2.0)))
-        return g.op.Mul(g.op.Mul(x, 0.5), g.op.Add(erf, 1))
+        # x * (1 + erf(x / sqrt(2))) * 0.5
+        erf = g.op.Erf(g.op.Div(x, math.sqrt(2.0)))
+        return g.op.Mul(g.op.Mul(x, g.op.Add(erf, 1)), 0.5)
     if approximate != "tanh":
         raise UnsupportedError(f"gelu with approximate={approximate!r}.")
-    # 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))
-    cube = g.op.Mul(g.op.Mul(x, x), x)
+    # x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))
+    cube = g.op.Pow(x, 3)
     inner = g.op.Mul(g.op.Add(x, g.op.Mul(cube, 0.044715)), math.sqrt(2.0 / math.pi))
     return g.op.Mul(g.op.Mul(x, 0.5), g.op.Add(g.op.Tanh(inner), 1))
 
@@ -492,9 +493,9 @@ def aten_gelu_20(g, sts, outputs, self, approximate="none"):
 # aten::silu.default
 def aten_silu(g, sts, outputs, self):
     "silu(Tensor self) -> Tensor"
+    # x * sigmoid(x): onnxruntime fuses the pair into one kernel
     x = _opmath_input(g, sts, self)
-    r = g.op.Div(x, g.op.Add(g.op.Exp(g.op.Neg(x)), 1))
-    return _result(g, r, sts.dtype, outputs)
+    return _result(g, g.op.Mul(x, g.op.Sigmoid(x)), sts.dtype, outputs)
 
 
 # aten::mish.default
