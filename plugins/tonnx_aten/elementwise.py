@@ -301,10 +301,10 @@ def _float_pow(g, self, exponent, elem: int, outputs) -> str:
         return _node(g, "Pow", [base, _opmath(g, exponent, elem)], elem, outputs)
     # torch's pow_tensor_scalar_optimized_kernel special cases
     e = float(_rounded(exponent, elem, compute))
-    if e == 2.0:
-        return _node(g, "Mul", [base, base], elem, outputs)
-    if e == 3.0:
-        return _node(g, "Mul", [g.op.Mul(base, base), base], elem, outputs)
+    if e in (2.0, 3.0):
+        # onnxruntime computes these as x*x and x*x*x, as torch does, and its fusions
+        # (SimplifiedLayerNormalization, FastGelu) look for Pow
+        return _node(g, "Pow", [base, _rounded(exponent, elem, compute)], elem, outputs)
     if e == 0.5:
         return _node(g, "Sqrt", [base], elem, outputs)
     if e == -0.5:

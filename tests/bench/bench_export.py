@@ -2,16 +2,20 @@
 
     python tests/bench/bench_export.py                 # Llama 1..32 layers + model list
     python tests/bench/bench_export.py --layers 1,2 --no-models --repeat 3
+    python tests/bench/bench_export.py --layers 1 --no-memory --models bert,t5
 
 For each case it prints: torch.export.export alone, tonnx.to_onnx total, tonnx's conversion
 (everything after torch.export), per-FX-node conversion time, torch.onnx.export(dynamo=True),
 peak memory of each export (in fresh subprocesses), ONNX node counts, onnxruntime latency
-of both models and the max abs diff of each against torch. Times are medians.
+of both models and the max abs diff of each against torch. Times are medians; the
+exporters (and the two onnxruntime sessions) are timed in turns so that machine drift
+hits both alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -19,6 +23,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -26,6 +31,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+LATENCY_SCRIPT = os.path.join(os.path.dirname(__file__), "ort_latency.py")
 
 LLAMA = dict(
     hidden_size=256,
@@ -81,13 +88,17 @@ def model_list() -> dict:
     return cases
 
 
-def median_time(fn, repeat: int) -> tuple[float, object]:
-    times, result = [], None
+def median_times(fns: dict, repeat: int) -> tuple[dict, dict]:
+    """Median time of each function, called in turns so that drift hits them all alike."""
+    times = {name: [] for name in fns}
+    results = {}
     for _ in range(repeat):
-        begin = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - begin)
-    return statistics.median(times), result
+        for name, fn in fns.items():
+            gc.collect()
+            begin = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - begin)
+    return {name: statistics.median(t) for name, t in times.items()}, results
 
 
 def torch_onnx_export(model, args):
@@ -97,20 +108,31 @@ def torch_onnx_export(model, args):
     return program.model_proto
 
 
-def ort_latency(onx, feeds, runs: int = 30) -> float:
-    import onnxruntime
+def ort_latencies(models: dict, feeds: list, pairs: int = 5) -> dict:
+    """Median per-run onnxruntime latency (ms) of each model.
 
-    session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    inputs = dict(zip(names, feeds))
-    for _ in range(3):
-        session.run(None, inputs)
-    times = []
-    for _ in range(runs):
-        begin = time.perf_counter()
-        session.run(None, inputs)
-        times.append(time.perf_counter() - begin)
-    return statistics.median(times)
+    Each measurement runs in a fresh process that imports only onnxruntime: two sessions
+    (or torch's threads) in one process slow each other down through their spinning
+    thread pools. The models are measured in turns, ``pairs`` times, order alternating.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds_path = os.path.join(tmp, "feeds.npz")
+        np.savez(feeds_path, *feeds)
+        paths = {}
+        for name, onx in models.items():
+            paths[name] = os.path.join(tmp, f"{name}.onnx")
+            with open(paths[name], "wb") as f:
+                f.write(onx.SerializeToString())
+        measured = {name: [] for name in models}
+        for turn in range(pairs):
+            order = list(models) if turn % 2 == 0 else list(reversed(models))
+            for name in order:
+                out = subprocess.run(
+                    [sys.executable, LATENCY_SCRIPT, paths[name], feeds_path],
+                    capture_output=True, text=True, check=True,
+                )
+                measured[name].append(float(out.stdout.strip().splitlines()[-1]))
+    return {name: statistics.median(ms) for name, ms in measured.items()}
 
 
 def max_diff(onx, model, args) -> float:
@@ -162,28 +184,37 @@ def weights_mb(model) -> float:
 
 def bench_llama(layers: int, repeat: int, memory: bool) -> dict:
     import tonnx
-    from tonnx._export import _opsets, convert_program
+    from tonnx._export import DEFAULT_OPSET, _opsets, convert_program
 
     model, args = llama(layers)
-    t_export, ep = median_time(lambda: torch.export.export(model, args), repeat)
-    t_convert, onx = median_time(lambda: convert_program(ep, {}, opsets=_opsets(18)), repeat)
-    t_total, onx = median_time(lambda: tonnx.to_onnx(model, args), repeat)
-    t_torch_onnx, ref = median_time(lambda: torch_onnx_export(model, args), repeat)
+    ep = torch.export.export(model, args)
+    times, results = median_times(
+        {
+            "export": lambda: torch.export.export(model, args),
+            "convert": lambda: convert_program(ep, {}, opsets=_opsets(DEFAULT_OPSET)),
+            "total": lambda: tonnx.to_onnx(model, args),
+            "torch.onnx": lambda: torch_onnx_export(model, args),
+        },
+        repeat,
+    )
+    onx, ref = results["total"], results["torch.onnx"]
     fx_nodes = len(ep.graph.nodes)
+    latency = ort_latencies({"tonnx": onx, "torch.onnx": ref}, flat_inputs(args))
     row = {
         "case": f"llama-{layers}L",
         "fx_nodes": fx_nodes,
-        "torch.export s": t_export,
-        "tonnx total s": t_total,
-        "tonnx convert s": t_convert,
-        "us/FX node": t_convert / fx_nodes * 1e6,
-        "torch.onnx s": t_torch_onnx,
-        "total/export": t_total / t_export,
-        "total/torch.onnx": t_total / t_torch_onnx,
+        "torch.export s": times["export"],
+        "tonnx total s": times["total"],
+        "tonnx convert s": times["convert"],
+        "us/FX node": times["convert"] / fx_nodes * 1e6,
+        "torch.onnx s": times["torch.onnx"],
+        "total/export": times["total"] / times["export"],
+        "total/torch.onnx": times["total"] / times["torch.onnx"],
         "nodes tonnx": len(onx.graph.node),
         "nodes torch.onnx": len(ref.graph.node),
-        "ort ms tonnx": ort_latency(onx, flat_inputs(args)) * 1e3,
-        "ort ms torch.onnx": ort_latency(ref, flat_inputs(args)) * 1e3,
+        "ort ms tonnx": latency["tonnx"],
+        "ort ms torch.onnx": latency["torch.onnx"],
+        "ort tonnx/torch.onnx": latency["tonnx"] / latency["torch.onnx"],
         "diff tonnx": max_diff(onx, model, args),
         "diff torch.onnx": max_diff(ref, model, args),
         "weights MB": weights_mb(model),
@@ -200,17 +231,21 @@ def bench_model(name: str, factory, repeat: int) -> dict:
     import tonnx
 
     model, args = factory()
-    t_total, onx = median_time(lambda: tonnx.to_onnx(model, args), repeat)
-    t_torch_onnx, ref = median_time(lambda: torch_onnx_export(model, args), repeat)
-    feeds = flat_inputs(args)
+    times, results = median_times(
+        {"tonnx": lambda: tonnx.to_onnx(model, args), "torch.onnx": lambda: torch_onnx_export(model, args)},
+        repeat,
+    )
+    onx, ref = results["tonnx"], results["torch.onnx"]
+    latency = ort_latencies({"tonnx": onx, "torch.onnx": ref}, flat_inputs(args))
     return {
         "case": name,
-        "tonnx total s": t_total,
-        "torch.onnx s": t_torch_onnx,
+        "tonnx total s": times["tonnx"],
+        "torch.onnx s": times["torch.onnx"],
         "nodes tonnx": len(onx.graph.node),
         "nodes torch.onnx": len(ref.graph.node),
-        "ort ms tonnx": ort_latency(onx, feeds) * 1e3,
-        "ort ms torch.onnx": ort_latency(ref, feeds) * 1e3,
+        "ort ms tonnx": latency["tonnx"],
+        "ort ms torch.onnx": latency["torch.onnx"],
+        "ort tonnx/torch.onnx": latency["tonnx"] / latency["torch.onnx"],
         "diff tonnx": max_diff(onx, model, args),
         "diff torch.onnx": max_diff(ref, model, args),
     }
@@ -248,6 +283,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--no-models", action="store_true")
+    parser.add_argument("--models", default=None, help="comma-separated subset of the model list")
     parser.add_argument("--child", default=None)
     args = parser.parse_args()
     if args.child:
@@ -264,7 +300,10 @@ def main() -> None:
     print_table(rows)
     if not args.no_models:
         model_rows = []
+        chosen = args.models.split(",") if args.models else None
         for name, factory in model_list().items():
+            if chosen and name not in chosen:
+                continue
             try:
                 model_rows.append(bench_model(name, factory, args.repeat))
             except Exception as e:  # one exporter failing on one model must not hide the rest

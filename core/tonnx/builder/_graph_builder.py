@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import TonnxError
-from . import _constants, _debug, _folding, _passes, _serialize, _type_inference
+from . import _constants, _cse, _debug, _folding, _passes, _peephole, _serialize, _type_inference
 from ._node import Node
 from ._shortcut import OpShortcut
 
@@ -296,10 +296,20 @@ class GraphBuilder:
         """Folds nodes whose inputs are all constants (cheap ops only); returns the count."""
         return _passes.constant_folding(self)
 
+    def eliminate_common_subexpressions(self) -> int:
+        """Keeps one node per distinct (op, inputs, attributes); returns the count removed."""
+        return _cse.eliminate_common_subexpressions(self)
+
+    def rewrite_peepholes(self) -> int:
+        """Local rewrites into the patterns runtimes fuse; returns how many fired."""
+        return _peephole.rewrite_peepholes(self)
+
     def optimize(self) -> None:
         """The basic passes, in the order that lets each help the next."""
-        self.remove_identity_nodes()
         self.constant_folding()
+        self.rewrite_peepholes()
+        self.remove_identity_nodes()
+        self.eliminate_common_subexpressions()
         self.remove_unused()
 
     def to_onnx(self, *, external_data=None, doc_string: str = ""):

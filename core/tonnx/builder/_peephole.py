@@ -1,0 +1,69 @@
+"""Local rewrites that give runtimes the patterns their kernels and fusions expect.
+
+- ``Mul(x, Reciprocal(y))`` becomes ``Div(x, y)``: one rounding instead of two (at least
+  as accurate; it may differ from torch's ``x * rsqrt(v)`` by one ulp), and it is the
+  spelling onnxruntime fuses into ``SimplifiedLayerNormalization`` (RMSNorm).
+- ``Transpose(Transpose(x))`` becomes one ``Transpose`` (an ``Identity`` when the
+  permutations cancel): exact.
+
+Each rewrite only fires when the inner node has no other reader, so nothing is computed
+twice; the inner node is then dead and dropped by ``remove_unused``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ._passes import _all_reads
+
+
+def rewrite_peepholes(g) -> int:
+    """Applies the rewrites above in one sweep; returns how many fired."""
+    producer = {o: node for node in g.nodes for o in node.outputs if o}
+    readers = Counter(_all_reads(g))
+    readers.update(g.outputs)
+    fired = 0
+    for node in g.nodes:
+        if node.domain:
+            continue
+        if node.op_type == "Mul":
+            fired += _mul_reciprocal(node, producer, readers)
+        elif node.op_type == "Transpose":
+            fired += _transpose_transpose(node, producer, readers)
+    return fired
+
+
+def _single_use(name: str, op_type: str, producer: dict, readers: Counter):
+    inner = producer.get(name)
+    if inner is None or inner.op_type != op_type or inner.domain or readers[name] != 1:
+        return None
+    return inner
+
+
+def _mul_reciprocal(node, producer: dict, readers: Counter) -> int:
+    a, b = node.inputs
+    for x, r in ((a, b), (b, a)):
+        inner = _single_use(r, "Reciprocal", producer, readers)
+        if inner is not None and x != r:
+            node.op_type = "Div"
+            node.inputs = [x, inner.inputs[0]]
+            readers[r] -= 1
+            readers[inner.inputs[0]] += 1
+            return 1
+    return 0
+
+
+def _transpose_transpose(node, producer: dict, readers: Counter) -> int:
+    inner = _single_use(node.inputs[0], "Transpose", producer, readers)
+    if inner is None or "perm" not in inner.attributes or "perm" not in node.attributes:
+        return 0
+    first, second = inner.attributes["perm"], node.attributes["perm"]
+    perm = [first[axis] for axis in second]
+    readers[node.inputs[0]] -= 1
+    readers[inner.inputs[0]] += 1
+    node.inputs = [inner.inputs[0]]
+    if perm == sorted(perm):
+        node.op_type, node.attributes = "Identity", {}
+    else:
+        node.attributes = {**node.attributes, "perm": perm}
+    return 1

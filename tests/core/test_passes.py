@@ -1,0 +1,117 @@
+"""The builder's rewriting passes: common subexpressions and runtime-friendly peepholes.
+
+Each test checks the graph shape the pass leaves and that onnxruntime computes the same
+numbers on the rewritten graph as on the original one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from tonnx.builder import GraphBuilder
+from tonnx.testing import run_onnxruntime
+
+FLOAT = TensorProto.FLOAT
+
+
+def _ops(g) -> list[str]:
+    return [n.op_type for n in g.nodes]
+
+
+def _graph(build, shape=(2, 3, 4)):
+    """A builder with input ``x`` of ``shape`` and the outputs ``build(g)`` returns."""
+    g = GraphBuilder(20)
+    g.make_tensor_input("x", FLOAT, shape)
+    for i, out in enumerate(build(g)):
+        g.make_tensor_output(g.op.Identity(out, outputs=[f"y{i}"]), FLOAT, g.get_shape(out))
+    return g
+
+
+def _outputs(g, x) -> list[np.ndarray]:
+    return run_onnxruntime(g.to_onnx(), [x])
+
+
+def _same_numbers_after(g, rewrite, x) -> None:
+    before = _outputs(g, x)
+    rewrite(g)
+    g.remove_identity_nodes()
+    g.remove_unused()
+    after = _outputs(g, x)
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cse_keeps_one_node_per_distinct_computation():
+    def build(g):
+        axes = np.array([1], dtype=np.int64)
+        a, b = g.op.Unsqueeze("x", axes), g.op.Unsqueeze("x", axes)
+        c = g.op.Unsqueeze("x", np.array([0], dtype=np.int64))  # other axes: kept
+        s1, s2 = g.op.Softmax("x", axis=1), g.op.Softmax("x", axis=2)  # other attribute
+        t1, t2 = g.op.Transpose("x", perm=[1, 0, 2]), g.op.Transpose("x", perm=[1, 0, 2])
+        return [g.op.Add(a, b), c, s1, s2, g.op.Sub(t1, t2)]
+
+    g = _graph(build)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    before = _ops(g)
+    _same_numbers_after(g, lambda g: g.eliminate_common_subexpressions(), x)
+    assert before.count("Unsqueeze") == 3 and _ops(g).count("Unsqueeze") == 2
+    assert _ops(g).count("Softmax") == 2 and _ops(g).count("Transpose") == 1
+    # the surviving Add reads the same name twice
+    add = next(n for n in g.nodes if n.op_type == "Add")
+    assert add.inputs[0] == add.inputs[1]
+
+
+def test_cse_chains_and_leaves_outputs_and_random_ops_alone():
+    g = GraphBuilder(20)
+    g.make_tensor_input("x", FLOAT, (2, 3))
+    n1 = g.op.Neg(g.op.Relu("x"))
+    n2 = g.op.Neg(g.op.Relu("x"))  # equal to n1 once the Relus are merged
+    r1 = g.op.RandomUniformLike("x")
+    r2 = g.op.RandomUniformLike("x")
+    g.make_tensor_output(g.op.Add(n1, n2), FLOAT, (2, 3))
+    g.make_tensor_output(g.op.Add(r1, r2), FLOAT, (2, 3))
+    g.make_tensor_output(g.op.Abs("x", outputs=["o1"]), FLOAT, (2, 3))
+    g.make_tensor_output(g.op.Abs("x", outputs=["o2"]), FLOAT, (2, 3))
+    assert g.eliminate_common_subexpressions() == 2
+    assert _ops(g).count("Relu") == 1 and _ops(g).count("Neg") == 1
+    assert _ops(g).count("RandomUniformLike") == 2
+    assert _ops(g).count("Abs") == 2  # both are graph outputs
+
+
+def test_mul_by_reciprocal_becomes_div():
+    def build(g):
+        rms = g.op.Sqrt(g.op.Add(g.op.ReduceMean(g.op.Pow("x", 2.0), np.array([-1])), 1e-6))
+        return [g.op.Mul("x", g.op.Reciprocal(rms))]
+
+    g = _graph(build)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    expected = x / np.sqrt((x * x).mean(-1, keepdims=True) + np.float32(1e-6))
+    assert g.rewrite_peepholes() == 1
+    g.remove_identity_nodes()
+    g.remove_unused()
+    assert _ops(g) == ["Pow", "ReduceMean", "Add", "Sqrt", "Div"]
+    np.testing.assert_allclose(_outputs(g, x)[0], expected, rtol=1e-6)
+
+
+def test_reciprocal_read_twice_is_kept():
+    def build(g):
+        r = g.op.Reciprocal("x")
+        return [g.op.Mul("x", r), g.op.Neg(r)]
+
+    g = _graph(build)
+    assert g.rewrite_peepholes() == 0
+    assert "Reciprocal" in _ops(g) and "Div" not in _ops(g)
+
+
+def test_transposes_compose_and_cancel():
+    def build(g):
+        once = g.op.Transpose(g.op.Transpose("x", perm=[0, 2, 1]), perm=[1, 0, 2])
+        cancel = g.op.Transpose(g.op.Transpose("x", perm=[2, 0, 1]), perm=[1, 2, 0])
+        return [once, g.op.Relu(cancel)]
+
+    g = _graph(build)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    _same_numbers_after(g, lambda g: g.rewrite_peepholes(), x)
+    assert _ops(g) == ["Transpose", "Relu"]
+    np.testing.assert_array_equal(_outputs(g, x)[0], x.transpose(0, 2, 1).transpose(1, 0, 2))
