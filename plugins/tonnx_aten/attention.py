@@ -18,6 +18,7 @@ from ._helpers import cast
 
 #: Element types computed in float32, as torch's CPU kernels do.
 _UPCAST = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_LAST = np.array([-1], dtype=np.int64)
 
 
 def _same(a, b) -> bool:
@@ -94,19 +95,27 @@ def _transposed(g, key: str, rank: int) -> str:
     return g.op.Transpose(key, perm=[*range(rank - 2), rank - 1, rank - 2])
 
 
-def _every_row_alive(g, mask: str) -> bool:
-    """True when a constant mask leaves every row at least one score (no guard needed)."""
-    if not g.is_constant(mask):
-        return False
-    values = g.get_constant(mask)
-    alive = values if values.dtype == np.bool_ else np.isfinite(values)
-    return values.ndim > 0 and bool(alive.any(axis=-1).all())
+def _zero_masked_rows(g, mask: str, weights: str, elem: int) -> str:
+    """torch's safe softmax: a query row whose keys are all masked gives 0, not NaN.
 
-
-def _zero_masked_rows(g, scores: str, weights: str, elem: int) -> str:
-    """torch's safe softmax: a row of scores all ``-inf`` gives 0, not NaN."""
-    row_max = g.op.ReduceMax(scores, np.array([-1], dtype=np.int64), keepdims=1)
-    dead = g.op.IsInf(row_max, detect_positive=0)
+    The dead rows are read off the mask, not the scores: the mask is the same for every
+    layer and usually has a single head, so once common subexpressions are merged the
+    check is computed once instead of scanning each layer's (B, H, L, S) scores (and a
+    constant mask is checked here, at export). It differs from torch's check of the
+    scores only when a row's unmasked scores are all ``-inf`` themselves (overflowed
+    inputs): torch then gives 0, this gives NaN.
+    """
+    if g.is_constant(mask):
+        values = g.get_constant(mask)
+        alive = values if values.dtype == np.bool_ else values != -np.inf
+        dead = ~alive.any(axis=-1, keepdims=True)
+        if not dead.any():
+            return weights
+    elif g.get_type(mask) == TensorProto.BOOL:
+        alive = g.op.ReduceMax(g.op.Cast(mask, to=TensorProto.UINT8), _LAST, keepdims=1)
+        dead = g.op.Equal(alive, np.array(0, dtype=np.uint8))
+    else:
+        dead = g.op.IsInf(g.op.ReduceMax(mask, _LAST, keepdims=1), detect_positive=0)
     return g.op.Where(dead, np.array(0, dtype=numpy_dtype(elem)), weights)
 
 
@@ -127,8 +136,8 @@ def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) 
     if keep is not None:
         scores = g.op.Where(keep, scores, np.array(-np.inf, dtype=numpy_dtype(elem)))
     weights = g.op.Softmax(scores, axis=-1)
-    if mask is not None and not _every_row_alive(g, keep if keep is not None else mask):
-        weights = _zero_masked_rows(g, scores, weights, elem)
+    if mask is not None:
+        weights = _zero_masked_rows(g, keep if keep is not None else mask, weights, elem)
     return g.op.MatMul(weights, values)
 
 

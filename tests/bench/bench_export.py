@@ -108,31 +108,25 @@ def torch_onnx_export(model, args):
     return program.model_proto
 
 
-def ort_latencies(models: dict, feeds: list, pairs: int = 5) -> dict:
-    """Median per-run onnxruntime latency (ms) of each model.
+def ort_latencies(models: dict, feeds: list) -> dict:
+    """Median per-run onnxruntime latency (ms) of each model, measured side by side.
 
-    Each measurement runs in a fresh process that imports only onnxruntime: two sessions
-    (or torch's threads) in one process slow each other down through their spinning
-    thread pools. The models are measured in turns, ``pairs`` times, order alternating.
+    The models run in turns in one fresh process that imports only onnxruntime (see
+    ort_latency.py for why).
     """
     with tempfile.TemporaryDirectory() as tmp:
         feeds_path = os.path.join(tmp, "feeds.npz")
         np.savez(feeds_path, *feeds)
-        paths = {}
+        paths = []
         for name, onx in models.items():
-            paths[name] = os.path.join(tmp, f"{name}.onnx")
-            with open(paths[name], "wb") as f:
+            paths.append(os.path.join(tmp, f"{name}.onnx"))
+            with open(paths[-1], "wb") as f:
                 f.write(onx.SerializeToString())
-        measured = {name: [] for name in models}
-        for turn in range(pairs):
-            order = list(models) if turn % 2 == 0 else list(reversed(models))
-            for name in order:
-                out = subprocess.run(
-                    [sys.executable, LATENCY_SCRIPT, paths[name], feeds_path],
-                    capture_output=True, text=True, check=True,
-                )
-                measured[name].append(float(out.stdout.strip().splitlines()[-1]))
-    return {name: statistics.median(ms) for name, ms in measured.items()}
+        out = subprocess.run(
+            [sys.executable, LATENCY_SCRIPT, feeds_path, *paths],
+            capture_output=True, text=True, check=True,
+        )
+    return dict(zip(models, json.loads(out.stdout.strip().splitlines()[-1])))
 
 
 def max_diff(onx, model, args) -> float:
