@@ -134,7 +134,11 @@ def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) 
         causal = _causal_keep(g, query, key)
         keep = causal if keep is None else g.op.And(keep, causal)
     if keep is not None:
-        scores = g.op.Where(keep, scores, np.array(-np.inf, dtype=numpy_dtype(elem)))
+        # as torch's math kernel: the bool mask becomes a bias of 0 and -inf, added; the
+        # bias has the mask's (small) shape and is shared by every layer once CSE has run
+        dtype = numpy_dtype(elem)
+        bias = g.op.Where(keep, np.array(0, dtype=dtype), np.array(-np.inf, dtype=dtype))
+        scores = g.op.Add(scores, bias)
     weights = g.op.Softmax(scores, axis=-1)
     if mask is not None:
         weights = _zero_masked_rows(g, keep if keep is not None else mask, weights, elem)

@@ -115,3 +115,20 @@ def test_transposes_compose_and_cancel():
     _same_numbers_after(g, lambda g: g.rewrite_peepholes(), x)
     assert _ops(g) == ["Transpose", "Relu"]
     np.testing.assert_array_equal(_outputs(g, x)[0], x.transpose(0, 2, 1).transpose(1, 0, 2))
+
+
+def test_zero_biases_are_dropped_but_not_broadcasting_ones():
+    def build(g):
+        w = np.arange(12, dtype=np.float32).reshape(4, 3)
+        gemm = g.op.Gemm(g.op.Reshape("x", np.array([6, 4])), w, np.zeros(3, dtype=np.float32))
+        same = g.op.Add("x", np.zeros((1, 4), dtype=np.float32))
+        wider = g.op.Add("x", np.zeros((5, 1, 1, 1), dtype=np.float32))  # broadcasts x up
+        biased = g.op.Add("x", np.ones(4, dtype=np.float32))
+        return [gemm, same, wider, biased]
+
+    g = _graph(build)
+    x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
+    _same_numbers_after(g, lambda g: g.rewrite_peepholes(), x)
+    gemm = next(n for n in g.nodes if n.op_type == "Gemm")
+    assert len(gemm.inputs) == 2
+    assert _ops(g).count("Add") == 2  # the broadcasting one and the real bias

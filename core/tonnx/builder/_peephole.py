@@ -5,6 +5,9 @@
   spelling onnxruntime fuses into ``SimplifiedLayerNormalization`` (RMSNorm).
 - ``Transpose(Transpose(x))`` becomes one ``Transpose`` (an ``Identity`` when the
   permutations cancel): exact.
+- A constant all-zero bias is dropped: ``Gemm(a, b, 0)`` loses its ``C``, ``Add(x, 0)``
+  becomes ``Identity(x)`` when the zeros do not broadcast ``x`` to a larger shape
+  (exact but for the sign of a zero: ``-0 + 0`` is ``+0``).
 
 Each rewrite only fires when the inner node has no other reader, so nothing is computed
 twice; the inner node is then dead and dropped by ``remove_unused``.
@@ -14,6 +17,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
+from ._folding import EAGER_MAX_ELEMENTS
 from ._passes import _all_reads
 
 
@@ -30,6 +36,10 @@ def rewrite_peepholes(g) -> int:
             fired += _mul_reciprocal(node, producer, readers)
         elif node.op_type == "Transpose":
             fired += _transpose_transpose(node, producer, readers)
+        elif node.op_type == "Gemm" and len(node.inputs) == 3:
+            fired += _gemm_zero_bias(g, node)
+        elif node.op_type == "Add":
+            fired += _add_zero(g, node)
     return fired
 
 
@@ -67,3 +77,35 @@ def _transpose_transpose(node, producer: dict, readers: Counter) -> int:
     else:
         node.attributes = {**node.attributes, "perm": perm}
     return 1
+
+
+def _is_zero(g, name: str) -> bool:
+    if not g.is_constant(name):
+        return False
+    shape = g.get_shape(name)
+    if shape is None or int(np.prod(shape, dtype=np.int64)) > EAGER_MAX_ELEMENTS:
+        return False
+    return not np.any(g.get_constant(name))
+
+
+def _gemm_zero_bias(g, node) -> int:
+    if not _is_zero(g, node.inputs[2]):
+        return 0
+    node.inputs = node.inputs[:2]
+    return 1
+
+
+def _add_zero(g, node) -> int:
+    for x, zero in (node.inputs, reversed(node.inputs)):
+        if _is_zero(g, zero) and _broadcasts_into(g.get_shape(zero), g.get_shape(x)):
+            if g.get_type(zero) == g.get_type(x):
+                node.op_type, node.inputs = "Identity", [x]
+                return 1
+    return 0
+
+
+def _broadcasts_into(small, shape) -> bool:
+    """True when ``small`` broadcast against ``shape`` leaves ``shape`` unchanged."""
+    if small is None or shape is None or len(small) > len(shape):
+        return False
+    return all(d == 1 or d == s for d, s in zip(reversed(small), reversed(shape)))
