@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tonnx.testing import check_op
+from tonnx.testing import check_model, check_op
 
 COVERS = {
     "aten::linear.default",
@@ -86,6 +86,16 @@ def test_linear(batch, k, n, bias, vector_weight, dtype, seed):
     if bias and not vector_weight:  # torch.export cannot trace a 1-D weight with a bias
         tensors.append(make(seed + 2, (n,), dtype))
     check_op(at_least_1d(torch.nn.functional.linear), tensors, expect_op="aten::linear.default", **tol(dtype))
+
+
+@given(batch=st.lists(dims, min_size=1, max_size=2), seed=seeds)
+def test_linear_zero_bias_is_left_out(batch, seed):
+    """A freshly initialized layer's zero bias adds nothing: no Add (or Gemm C) is emitted."""
+    layer = torch.nn.Linear(4, 3)
+    torch.nn.init.zeros_(layer.bias)
+    onx = check_model(layer, (make(seed, (*batch, 4), torch.float32),), expect_ops=["aten::linear.default"])
+    assert [n.op_type for n in onx.graph.node] in (["MatMul"], ["Gemm"])
+    assert all(len(n.input) == 2 for n in onx.graph.node)
 
 
 @given(shape=st.lists(dims, max_size=2), dtype=st.sampled_from(NUMBERS), seed=seeds)

@@ -109,24 +109,30 @@ def torch_onnx_export(model, args):
 
 
 def ort_latencies(models: dict, feeds: list) -> dict:
-    """Median per-run onnxruntime latency (ms) of each model, measured side by side.
+    """Per-run onnxruntime latency (ms) of each model, measured side by side.
 
-    The models run in turns in one fresh process that imports only onnxruntime (see
-    ort_latency.py for why).
+    The models run in turns in a fresh process that imports only onnxruntime (see
+    ort_latency.py). The session created first measures a few percent slower, so the
+    process runs twice, models created in one order then the other; each model's figure
+    is the mean of its two medians.
     """
     with tempfile.TemporaryDirectory() as tmp:
         feeds_path = os.path.join(tmp, "feeds.npz")
         np.savez(feeds_path, *feeds)
-        paths = []
+        paths = {}
         for name, onx in models.items():
-            paths.append(os.path.join(tmp, f"{name}.onnx"))
-            with open(paths[-1], "wb") as f:
+            paths[name] = os.path.join(tmp, f"{name}.onnx")
+            with open(paths[name], "wb") as f:
                 f.write(onx.SerializeToString())
-        out = subprocess.run(
-            [sys.executable, LATENCY_SCRIPT, feeds_path, *paths],
-            capture_output=True, text=True, check=True,
-        )
-    return dict(zip(models, json.loads(out.stdout.strip().splitlines()[-1])))
+        measured = {name: [] for name in models}
+        for order in (list(models), list(reversed(models))):
+            out = subprocess.run(
+                [sys.executable, LATENCY_SCRIPT, feeds_path, *(paths[n] for n in order)],
+                capture_output=True, text=True, check=True,
+            )
+            for name, ms in zip(order, json.loads(out.stdout.strip().splitlines()[-1])):
+                measured[name].append(ms)
+    return {name: statistics.mean(ms) for name, ms in measured.items()}
 
 
 def max_diff(onx, model, args) -> float:

@@ -21,7 +21,7 @@ import onnxruntime
 
 
 def median_latencies_ms(
-    model_paths: list[str], feeds_path: str, budget_s: float = 6.0, max_turns: int = 3000
+    model_paths: list[str], feeds_path: str, budget_s: float = 4.0, max_turns: int = 3000
 ) -> list[float]:
     with np.load(feeds_path) as npz:
         feeds = [npz[f"arr_{i}"] for i in range(len(npz.files))]
