@@ -95,28 +95,44 @@ def _transposed(g, key: str, rank: int) -> str:
     return g.op.Transpose(key, perm=[*range(rank - 2), rank - 1, rank - 2])
 
 
-def _zero_masked_rows(g, mask: str, weights: str, elem: int) -> str:
+def _zero_masked_rows(g, bias: str, weights: str, elem: int) -> str:
     """torch's safe softmax: a query row whose keys are all masked gives 0, not NaN.
 
-    The dead rows are read off the mask, not the scores: the mask is the same for every
-    layer and usually has a single head, so once common subexpressions are merged the
-    check is computed once instead of scanning each layer's (B, H, L, S) scores (and a
-    constant mask is checked here, at export). It differs from torch's check of the
+    The dead rows are read off the additive bias, not the scores: the bias is the same
+    for every layer and usually has a single head, so once common subexpressions are
+    merged the check runs once instead of scanning each layer's (B, H, L, S) scores (a
+    constant bias is checked here, at export). It differs from torch's check of the
     scores only when a row's unmasked scores are all ``-inf`` themselves (overflowed
     inputs): torch then gives 0, this gives NaN.
     """
-    if g.is_constant(mask):
-        values = g.get_constant(mask)
-        alive = values if values.dtype == np.bool_ else values != -np.inf
-        dead = ~alive.any(axis=-1, keepdims=True)
+    if g.is_constant(bias):
+        dead = ~(g.get_constant(bias) != -np.inf).any(axis=-1, keepdims=True)
         if not dead.any():
             return weights
-    elif g.get_type(mask) == TensorProto.BOOL:
-        alive = g.op.ReduceMax(g.op.Cast(mask, to=TensorProto.UINT8), _LAST, keepdims=1)
-        dead = g.op.Equal(alive, np.array(0, dtype=np.uint8))
     else:
-        dead = g.op.IsInf(g.op.ReduceMax(mask, _LAST, keepdims=1), detect_positive=0)
+        dead = g.op.IsInf(g.op.ReduceMax(bias, _LAST, keepdims=1), detect_positive=0)
     return g.op.Where(dead, np.array(0, dtype=numpy_dtype(elem)), weights)
+
+
+def _attention_bias(g, query, key, mask, is_causal, elem) -> str | None:
+    """The additive bias of the scores: the float mask, or 0/-inf where the masks say.
+
+    As torch's math kernel does, a bool mask (and the causal mask) becomes a bias of 0 and
+    ``-inf`` that is added to the scores; it has the mask's (small) shape.
+    """
+    bias = keep = None
+    if mask is not None and g.get_type(mask) == TensorProto.BOOL:
+        keep = mask
+    elif mask is not None:
+        bias = mask
+    if is_causal:
+        causal = _causal_keep(g, query, key)
+        keep = causal if keep is None else g.op.And(keep, causal)
+    if keep is None:
+        return bias
+    dtype = numpy_dtype(elem)
+    kept = np.array(0, dtype=dtype) if bias is None else bias
+    return g.op.Where(keep, kept, np.array(-np.inf, dtype=dtype))
 
 
 def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) -> str:
@@ -125,23 +141,13 @@ def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) 
         keys, values = _repeat_heads(g, query, key), _repeat_heads(g, query, value)
     keys = _transposed(g, keys, g.get_rank(key))
     scores = g.op.MatMul(_scaled_query(g, query, scale, elem), keys)
-    keep = None
-    if mask is not None and g.get_type(mask) == TensorProto.BOOL:
-        keep = mask
-    elif mask is not None:
-        scores = g.op.Add(scores, mask)
-    if is_causal:
-        causal = _causal_keep(g, query, key)
-        keep = causal if keep is None else g.op.And(keep, causal)
-    if keep is not None:
-        # as torch's math kernel: the bool mask becomes a bias of 0 and -inf, added; the
-        # bias has the mask's (small) shape and is shared by every layer once CSE has run
-        dtype = numpy_dtype(elem)
-        bias = g.op.Where(keep, np.array(0, dtype=dtype), np.array(-np.inf, dtype=dtype))
+    bias = _attention_bias(g, query, key, mask, is_causal, elem)
+    if bias is not None:
         scores = g.op.Add(scores, bias)
     weights = g.op.Softmax(scores, axis=-1)
     if mask is not None:
-        weights = _zero_masked_rows(g, keep if keep is not None else mask, weights, elem)
+        # a causal mask alone never empties a row; a user's mask may
+        weights = _zero_masked_rows(g, bias, weights, elem)
     return g.op.MatMul(weights, values)
 
 
