@@ -95,23 +95,28 @@ def _transposed(g, key: str, rank: int) -> str:
     return g.op.Transpose(key, perm=[*range(rank - 2), rank - 1, rank - 2])
 
 
-def _zero_masked_rows(g, bias: str, weights: str, elem: int) -> str:
-    """torch's safe softmax: a query row whose keys are all masked gives 0, not NaN.
+def _without_dead_rows(g, bias: str, elem: int) -> tuple[str, str | None]:
+    """(bias with its dead rows set to 0, the 0/1 factor that zeroes them after Softmax).
 
-    The dead rows are read off the additive bias, not the scores: the bias is the same
-    for every layer and usually has a single head, so once common subexpressions are
-    merged the check runs once instead of scanning each layer's (B, H, L, S) scores (a
-    constant bias is checked here, at export). It differs from torch's check of the
-    scores only when a row's unmasked scores are all ``-inf`` themselves (overflowed
-    inputs): torch then gives 0, this gives NaN.
+    torch's safe softmax gives 0, not NaN, to a query row whose keys are all masked. The
+    dead rows are read off the additive bias, not the scores: the bias is the same for
+    every layer and usually has a single head, so once common subexpressions are merged
+    this runs once instead of scanning each layer's (B, H, L, S) scores; each layer then
+    only multiplies its weights by the (B, 1, L, 1) factor, which onnxruntime broadcasts
+    faster than a Where. A constant bias is checked here, at export. It differs from
+    torch's check of the scores only when a row's scores are themselves infinite or NaN
+    (overflowed inputs): this then gives NaN.
     """
+    dtype = numpy_dtype(elem)
     if g.is_constant(bias):
-        dead = ~(g.get_constant(bias) != -np.inf).any(axis=-1, keepdims=True)
+        values = g.get_constant(bias)
+        dead = ~(values != -np.inf).any(axis=-1, keepdims=True)
         if not dead.any():
-            return weights
-    else:
-        dead = g.op.IsInf(g.op.ReduceMax(bias, _LAST, keepdims=1), detect_positive=0)
-    return g.op.Where(dead, np.array(0, dtype=numpy_dtype(elem)), weights)
+            return bias, None
+        return np.where(dead, 0, values).astype(dtype), (~dead).astype(dtype)
+    dead = g.op.IsInf(g.op.ReduceMax(bias, _LAST, keepdims=1), detect_positive=0)
+    alive = g.op.Cast(g.op.Not(dead), to=elem)
+    return g.op.Where(dead, np.array(0, dtype=dtype), bias), alive
 
 
 def _attention_bias(g, query, key, mask, is_causal, elem) -> str | None:
@@ -141,13 +146,15 @@ def _decomposed(g, query, key, value, mask, is_causal, scale, enable_gqa, elem) 
         keys, values = _repeat_heads(g, query, key), _repeat_heads(g, query, value)
     keys = _transposed(g, keys, g.get_rank(key))
     scores = g.op.MatMul(_scaled_query(g, query, scale, elem), keys)
-    bias = _attention_bias(g, query, key, mask, is_causal, elem)
+    bias, alive = _attention_bias(g, query, key, mask, is_causal, elem), None
+    if mask is not None:
+        # a causal mask alone never empties a row; a user's mask may
+        bias, alive = _without_dead_rows(g, bias, elem)
     if bias is not None:
         scores = g.op.Add(scores, bias)
     weights = g.op.Softmax(scores, axis=-1)
-    if mask is not None:
-        # a causal mask alone never empties a row; a user's mask may
-        weights = _zero_masked_rows(g, bias, weights, elem)
+    if alive is not None:
+        weights = g.op.Mul(weights, alive)
     return g.op.MatMul(weights, values)
 
 

@@ -205,6 +205,8 @@ def test_constant_mask_guard_only_when_a_row_is_fully_masked(dead_row):
     q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
     onx = check_model(Model(), (q, k, v), expect_ops=["aten::scaled_dot_product_attention.default"])
     # the dead rows of a constant mask are found at export (the mask's bias is folded):
-    # a Where zeroes the dead rows only when there are some
+    # a Mul zeroes the dead rows' weights only when there are some
     ops = [n.op_type for n in onx.graph.node]
-    assert ops.count("Where") == int(dead_row) and "ReduceMax" not in ops
+    softmax = next(n.output[0] for n in onx.graph.node if n.op_type == "Softmax")
+    zeroing = [n for n in onx.graph.node if n.op_type == "Mul" and softmax in n.input]
+    assert len(zeroing) == int(dead_row) and "ReduceMax" not in ops and "Where" not in ops
