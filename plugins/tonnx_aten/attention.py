@@ -109,7 +109,7 @@ def _without_dead_rows(g, bias: str, elem: int) -> tuple[str, str | None]:
     """
     dtype = numpy_dtype(elem)
     if g.is_constant(bias):
-        values = g.get_constant(bias)
+        values = np.atleast_1d(g.get_constant(bias))
         dead = ~(values != -np.inf).any(axis=-1, keepdims=True)
         if not dead.any():
             return bias, None
