@@ -132,3 +132,23 @@ def test_zero_biases_are_dropped_but_not_broadcasting_ones():
     gemm = next(n for n in g.nodes if n.op_type == "Gemm")
     assert len(gemm.inputs) == 2
     assert _ops(g).count("Add") == 2  # the broadcasting one and the real bias
+
+
+def test_batchnorm_after_conv_is_folded_into_the_conv():
+    rng = np.random.default_rng(3)
+
+    def build(g):
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        conv = g.op.Conv("x", w, rng.standard_normal(4).astype(np.float32), pads=[1, 1, 1, 1])
+        stats = [rng.standard_normal(4).astype(np.float32) for _ in range(3)]
+        var = rng.uniform(0.5, 2.0, 4).astype(np.float32)
+        return [g.op.BatchNormalization(conv, *stats, var, epsilon=1e-3)]
+
+    g = _graph(build, shape=(2, 3, 5, 5))
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    before = _outputs(g, x)[0]
+    assert g.rewrite_peepholes() == 1
+    g.remove_identity_nodes()
+    g.remove_unused()
+    assert _ops(g) == ["Conv"]
+    np.testing.assert_allclose(_outputs(g, x)[0], before, rtol=1e-5, atol=1e-5)

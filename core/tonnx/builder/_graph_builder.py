@@ -307,8 +307,9 @@ class GraphBuilder:
     def optimize(self) -> None:
         """The basic passes, in the order that lets each help the next."""
         self.constant_folding()
+        self.remove_identity_nodes()  # converters' Identity nodes would hide patterns
         self.rewrite_peepholes()
-        self.remove_identity_nodes()
+        self.remove_identity_nodes()  # the peepholes' own
         self.eliminate_common_subexpressions()
         self.remove_unused()
 

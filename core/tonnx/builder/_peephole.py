@@ -5,6 +5,9 @@
   spelling onnxruntime fuses into ``SimplifiedLayerNormalization`` (RMSNorm).
 - ``Transpose(Transpose(x))`` becomes one ``Transpose`` (an ``Identity`` when the
   permutations cancel): exact.
+- ``BatchNormalization(Conv(x, W, b))`` with constant parameters becomes one ``Conv``
+  with scaled weights (what every runtime does at load; it rounds the fused weights once,
+  so numbers may move by an ulp against torch's two ops).
 - A constant all-zero bias is dropped: ``Gemm(a, b, 0)`` loses its ``C``, ``Add(x, 0)``
   becomes ``Identity(x)`` when the zeros do not broadcast ``x`` to a larger shape
   (exact but for the sign of a zero: ``-0 + 0`` is ``+0``).
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+from onnx import TensorProto
 
 from ._folding import EAGER_MAX_ELEMENTS
 from ._passes import _all_reads
@@ -40,6 +44,8 @@ def rewrite_peepholes(g) -> int:
             fired += _gemm_zero_bias(g, node)
         elif node.op_type == "Add":
             fired += _add_zero(g, node)
+        elif node.op_type == "BatchNormalization":
+            fired += _batchnorm_into_conv(g, node, producer, readers)
     return fired
 
 
@@ -109,3 +115,25 @@ def _broadcasts_into(small, shape) -> bool:
     if small is None or shape is None or len(small) > len(shape):
         return False
     return all(d == 1 or d == s for d, s in zip(reversed(small), reversed(shape)))
+
+
+def _batchnorm_into_conv(g, node, producer: dict, readers: Counter) -> int:
+    conv = _single_use(node.inputs[0], "Conv", producer, readers)
+    if conv is None or len(node.outputs) != 1 or node.attributes.get("training_mode", 0):
+        return 0
+    params = [*conv.inputs[1:], *node.inputs[1:]]
+    if not all(g.is_constant(p) and g.get_type(p) == TensorProto.FLOAT for p in params):
+        return 0
+    scale, shift, mean, var = (g.get_constant(p).astype(np.float64) for p in node.inputs[1:])
+    factor = scale / np.sqrt(var + node.attributes.get("epsilon", 1e-5))
+    weight = g.get_constant(conv.inputs[1])
+    bias = g.get_constant(conv.inputs[2]) if len(conv.inputs) > 2 else np.zeros(len(factor))
+    fused_weight = weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))
+    fused_bias = (bias - mean) * factor + shift
+    conv.inputs = [
+        conv.inputs[0],
+        g.make_initializer("", fused_weight.astype(np.float32), dedup=False),
+        g.make_initializer("", fused_bias.astype(np.float32)),
+    ]
+    node.op_type, node.inputs, node.attributes = "Identity", [node.inputs[0]], {}
+    return 1
