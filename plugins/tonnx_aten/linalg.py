@@ -64,17 +64,10 @@ def aten_linear(g, sts, outputs, input, weight, bias=None):
         return g.make_node("Gemm", inputs, outputs, transB=1)
     if g.get_rank(weight) == 2:
         weight = g.op.Transpose(weight, perm=[1, 0])
-    if bias is None or _is_zero_constant(g, bias):
+    if bias is None or g.is_zero_constant(bias):
         # a zero bias (freshly initialized layers) changes nothing but the sign of a zero
         return _matmul(g, input, weight, elem, outputs=outputs)
     return g.op.Add(_matmul(g, input, weight, elem), bias, outputs=outputs)
-
-
-def _is_zero_constant(g, name: str) -> bool:
-    if not g.is_constant(name):
-        return False
-    value = g.get_constant(name)
-    return value.size <= 65536 and not np.any(value)
 
 
 # aten::t.default

@@ -57,7 +57,7 @@ def _layer_weights(g, group: list[str], dirs: int, has_biases: bool, gates: tupl
 
 def _zeros(g, state: str) -> bool:
     """True for a constant all-zero state, which ONNX nodes take as an omitted input."""
-    return g.is_constant(state) and not np.any(g.get_constant(state))
+    return g.is_zero_constant(state, max_elements=None)
 
 
 def _layer_state(g, state: str, layer: int, dirs: int, num_layers: int) -> str:

@@ -147,6 +147,16 @@ class GraphBuilder:
             g = g.parent
         raise TonnxError(f"{name!r} is not a constant.{self.get_debug_msg()}")
 
+    def is_zero_constant(self, name: str, max_elements: int | None = _folding.EAGER_MAX_ELEMENTS) -> bool:
+        """True for a constant whose elements are all zero (a bias or a state that adds
+        nothing); constants above ``max_elements`` are not scanned and say False."""
+        if not self.is_constant(name):
+            return False
+        value = self.get_constant(name)
+        if max_elements is not None and value.size > max_elements:
+            return False
+        return not np.any(value)
+
     def make_initializer(self, name: str, value: Any, *, dedup: bool = True) -> str:
         """Adds an initializer; small values equal to an existing one share its name.
 

@@ -23,7 +23,6 @@ from collections import Counter
 import numpy as np
 from onnx import TensorProto
 
-from ._folding import EAGER_MAX_ELEMENTS
 from ._passes import _all_reads
 
 
@@ -85,17 +84,8 @@ def _transpose_transpose(node, producer: dict, readers: Counter) -> int:
     return 1
 
 
-def _is_zero(g, name: str) -> bool:
-    if not g.is_constant(name):
-        return False
-    shape = g.get_shape(name)
-    if shape is None or int(np.prod(shape, dtype=np.int64)) > EAGER_MAX_ELEMENTS:
-        return False
-    return not np.any(g.get_constant(name))
-
-
 def _gemm_zero_bias(g, node) -> int:
-    if not _is_zero(g, node.inputs[2]):
+    if not g.is_zero_constant(node.inputs[2]):
         return 0
     node.inputs = node.inputs[:2]
     return 1
@@ -103,7 +93,7 @@ def _gemm_zero_bias(g, node) -> int:
 
 def _add_zero(g, node) -> int:
     for x, zero in (node.inputs, reversed(node.inputs)):
-        if _is_zero(g, zero) and _broadcasts_into(g.get_shape(zero), g.get_shape(x)):
+        if g.is_zero_constant(zero) and _broadcasts_into(g.get_shape(zero), g.get_shape(x)):
             if g.get_type(zero) == g.get_type(x):
                 node.op_type, node.inputs = "Identity", [x]
                 return 1
