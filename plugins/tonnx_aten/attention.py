@@ -12,9 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype
-
-from ._helpers import cast
+from tonnx.converters import cast, numpy_dtype
 
 #: Element types computed in float32, as torch's CPU kernels do.
 _UPCAST = (TensorProto.FLOAT16, TensorProto.BFLOAT16)

@@ -8,8 +8,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-
-from ._helpers import cast, is_float, opmath_type, output_used, shape_tensor, unused_output
+from tonnx.converters import cast, is_float, opmath_type, output_used, shape_tensor, unused_output
 
 # -- parameters -------------------------------------------------------------------------------
 

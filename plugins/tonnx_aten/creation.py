@@ -13,9 +13,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype
-
-from ._helpers import cast, is_float, operand, shape_tensor
+from tonnx.converters import cast, is_float, numpy_dtype, operand, shape_tensor
 
 _INT64 = TensorProto.INT64
 _DOUBLE = TensorProto.DOUBLE

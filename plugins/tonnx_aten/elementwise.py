@@ -20,9 +20,15 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype, onnx_type_from_torch
-
-from ._helpers import cast, is_float, operand, opmath_type, trunc
+from tonnx.converters import (
+    cast,
+    is_float,
+    numpy_dtype,
+    onnx_type_from_torch,
+    operand,
+    opmath_type,
+    trunc,
+)
 
 BOOL = TensorProto.BOOL
 FLOAT = TensorProto.FLOAT

@@ -12,9 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype
-
-from ._helpers import cast, is_float, operand, output_used, unused_output
+from tonnx.converters import cast, is_float, numpy_dtype, operand, output_used, unused_output
 
 _INT64 = TensorProto.INT64
 _BOOL = TensorProto.BOOL

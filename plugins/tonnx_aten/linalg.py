@@ -9,8 +9,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-
-from ._helpers import cast, is_float, operand
+from tonnx.converters import cast, is_float, operand
 
 #: Integer types ONNX MatMul accepts; smaller integers are multiplied in int64 and wrapped
 #: back (modular arithmetic gives torch's wrapped result).

@@ -12,9 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype
-
-from ._helpers import cast, opmath_type, output_used
+from tonnx.converters import cast, numpy_dtype, opmath_type, output_used
 
 # -- shared pieces ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype
+from tonnx.converters import numpy_dtype
 
 #: torch's gate blocks listed in ONNX's order.
 _LSTM_GATES = (0, 3, 1, 2)

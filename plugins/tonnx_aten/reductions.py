@@ -17,8 +17,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-
-from ._helpers import cast, is_float, operand
+from tonnx.converters import cast, is_float, operand
 
 _HALF = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 # Types onnxruntime's ReduceMax/ReduceMin/ArgMax lack; int32 holds them exactly.

@@ -3,7 +3,7 @@
 Sizes are handled as *entries*: a python int for a static size, or the name of a 1-D
 int64 tensor of one element (a ``Shape`` slice or a computed size) for a dynamic one;
 :func:`_entries_tensor` turns a list of entries into one shape tensor. SymInt arguments
-(0-d int64 results) go through ``shape_tensor`` from ``_helpers``.
+(0-d int64 results) go through ``tonnx.converters.shape_tensor``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-
-from ._helpers import cast, operand, shape_tensor
+from tonnx.converters import cast, operand, shape_tensor
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
 _INT64_MIN = int(np.iinfo(np.int64).min)

@@ -15,9 +15,15 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.builder._dtypes import numpy_dtype, torch_dtype
-
-from ._helpers import cast, is_float, op_accepts, opmath_type, trunc
+from tonnx.converters import (
+    cast,
+    is_float,
+    numpy_dtype,
+    op_accepts,
+    opmath_type,
+    torch_dtype,
+    trunc,
+)
 
 DOUBLE = TensorProto.DOUBLE
 BOOL = TensorProto.BOOL

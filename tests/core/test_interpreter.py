@@ -18,7 +18,7 @@ def celu(g, sts, outputs, self, alpha=1.0):
 
 
 def view(g, sts, outputs, self, size):
-    from tonnx_aten._helpers import shape_tensor
+    from tonnx.converters import shape_tensor
 
     return g.op.Reshape(self, shape_tensor(g, size), outputs=outputs)
 

@@ -48,3 +48,30 @@ def test_cli_packs_and_explain():
     assert "winner: tonnx_aten.linalg.aten_linear from pack 'aten'" in out.stdout
     out = subprocess.run([sys.executable, "-m", "tonnx.cli", "packs"], capture_output=True, text=True, check=True)
     assert "aten" in out.stdout and "enabled" in out.stdout
+
+
+def test_converter_authoring_surface():
+    """What a converter may import from tonnx (docs/writing-converters.md) is pinned too."""
+    import tonnx.converters
+
+    assert sorted(tonnx.converters.__all__) == sorted(
+        [
+            "Converter",
+            "UnsupportedError",
+            "cast",
+            "is_float",
+            "numpy_dtype",
+            "onnx_type_from_numpy",
+            "onnx_type_from_torch",
+            "op_accepts",
+            "operand",
+            "opmath_type",
+            "output_used",
+            "shape_tensor",
+            "torch_dtype",
+            "trunc",
+            "unused_output",
+        ]
+    )
+    for name in tonnx.converters.__all__:
+        assert getattr(tonnx.converters, name) is not None

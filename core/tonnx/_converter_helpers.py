@@ -1,11 +1,11 @@
-"""Helpers shared by the aten converters: dtype handling and constants."""
+"""Helpers for converters (published by tonnx.converters): dtype handling, operands, shapes."""
 
 from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto
 
-from tonnx.builder._dtypes import numpy_dtype
+from .builder._dtypes import numpy_dtype
 
 
 def cast(g, x: str, elem_type: int) -> str:

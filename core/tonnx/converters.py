@@ -1,0 +1,41 @@
+"""The public authoring surface: everything a converter may import from tonnx.
+
+A converter pack imports from here (and from ``tonnx`` itself: ``Converter``,
+``PackSpec``, ``hookimpl``, the errors) and nothing else of tonnx; every other module is
+private and may change. ``tests/core/test_public_api.py`` pins this list.
+"""
+
+from __future__ import annotations
+
+from ._converter_helpers import (
+    cast,
+    is_float,
+    op_accepts,
+    operand,
+    opmath_type,
+    output_used,
+    shape_tensor,
+    trunc,
+    unused_output,
+)
+from ._errors import UnsupportedError
+from .builder._dtypes import numpy_dtype, onnx_type_from_numpy, onnx_type_from_torch, torch_dtype
+from .dispatch import Converter
+
+__all__ = [
+    "Converter",
+    "UnsupportedError",
+    "cast",
+    "is_float",
+    "numpy_dtype",
+    "onnx_type_from_numpy",
+    "onnx_type_from_torch",
+    "op_accepts",
+    "operand",
+    "opmath_type",
+    "output_used",
+    "shape_tensor",
+    "torch_dtype",
+    "trunc",
+    "unused_output",
+]
