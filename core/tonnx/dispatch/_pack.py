@@ -28,3 +28,7 @@ class PackSpec:
     #: custom ONNX domains its converters emit, with their versions
     domains: Mapping[str, int] = field(default_factory=dict)
     description: str = ""
+    #: optional, lazy like ``load``: returns the pack's graph rewrite rules
+    #: (``tonnx.converters.RewriteRule``), run once on the converted graph, packs in
+    #: priority order; a blocked pack's rules never run
+    rewrites: Callable[[], Iterable] | None = None
