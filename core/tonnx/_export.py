@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from . import _report
 from ._errors import ExportFailedError, OutputFileError, TonnxError
 
 #: Models whose initializers exceed this are written with external data when saved.
@@ -31,6 +32,7 @@ def to_onnx(
     external_data: bool | None = None,
     strict: bool = False,
     verbose: int = 0,
+    report: str | os.PathLike | None = None,
 ):
     """Exports ``model`` (an ``nn.Module`` or an ``ExportedProgram``) to ``onnx.ModelProto``.
 
@@ -43,6 +45,10 @@ def to_onnx(
     - ``filename``: also write the model there, atomically; with ``external_data`` (default:
       when weights exceed 2 GB) large initializers go to ``<filename>.data``.
     - ``strict``: passed to ``torch.export.export``.
+    - ``verbose``: 1 prints the model as :func:`tonnx.pretty` text after the export.
+    - ``report``: also write a markdown report there (written on failure too: the failing
+      op and its source line, every op lacking a converter and how to enable one; on
+      success the ops each pack converted and the time of each phase).
     """
     kwargs = dict(kwargs or {})
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
@@ -50,18 +56,28 @@ def to_onnx(
     if filename is not None:
         _check_writable(filename)
     opsets = _opsets(target_opset)
-    ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
-    return convert_program(
-        ep,
-        dim_names,
-        opsets=opsets,
-        input_names=input_names,
-        output_names=output_names,
-        dispatcher=dispatcher,
-        optimize=optimize,
-        filename=filename,
-        external_data=external_data,
-    )
+    record = _report.ExportRecord() if report is not None else None
+    with _report.recording(record, os.fspath(report) if report is not None else None):
+        if record is not None:
+            record.start("export")
+        ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+        onx = convert_program(
+            ep,
+            dim_names,
+            opsets=opsets,
+            input_names=input_names,
+            output_names=output_names,
+            dispatcher=dispatcher,
+            optimize=optimize,
+            filename=filename,
+            external_data=external_data,
+            record=record,
+        )
+    if verbose:
+        from ._pretty import pretty
+
+        print(pretty(onx))
+    return onx
 
 
 def _opsets(target_opset) -> dict[str, int]:
@@ -96,6 +112,7 @@ def convert_program(
     optimize: bool = True,
     filename: str | None = None,
     external_data: bool | None = None,
+    record: _report.ExportRecord | None = None,
 ):
     """ExportedProgram -> ModelProto: everything to_onnx does after torch.export."""
     from .builder import GraphBuilder
@@ -105,6 +122,8 @@ def convert_program(
     from .interpreter._interpreter import Interpreter
     from .interpreter._values import ShapeNamer
 
+    if record is not None:
+        record.start("convert")
     dispatcher = dispatcher if dispatcher is not None else DEFAULT_DISPATCHER
     main_opset = opsets[""]
     if _mutations.needs_functionalization(ep.graph):
@@ -122,13 +141,18 @@ def convert_program(
         g,
         registry,
         namer=ShapeNamer(dim_names),
-        on_missing=lambda missing: manager.not_found_error(missing, registry, config),
+        on_missing=lambda missing: dispatcher.on_missing(manager.not_found_error(missing, registry, config)),
         input_names=list(input_names or []),
         output_names=list(output_names or []),
     )
+    if record is not None:
+        record.attach(ep=ep, registry=registry, config=config, manager=manager, interpreter=interpreter)
     interpreter.run(ep)
+    if record is not None:
+        record.start("optimize")
     if optimize:
         g.optimize()
+        _apply_pack_rewrites(g, registry, config)
     _drop_unused_domains(g)
     g.metadata_props["pkg.tonnx.packs"] = ", ".join(
         f"{n} {manager.versions.get(n, '')}".strip() for n in registry.packs if registry.packs[n]
@@ -140,9 +164,12 @@ def convert_program(
     g.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(
         ep.range_constraints
     )
-    if filename is None:
-        return g.to_onnx()
-    return _save(g, filename, external_data)
+    if record is not None:
+        record.start("serialize")
+    model = g.to_onnx() if filename is None else _save(g, filename, external_data)
+    if record is not None:
+        record.attach(model=model)
+    return model
 
 
 def _export(model, args, kwargs, dynamic_shapes, strict):
@@ -158,6 +185,24 @@ def _export(model, args, kwargs, dynamic_shapes, strict):
             f"not tonnx's; fix the model or the inputs, or pass an ExportedProgram): "
             f"{type(e).__name__}: {e}"
         ) from e
+
+
+def _apply_pack_rewrites(g, registry, config) -> None:
+    """Packs' multi-node rewrites (``PackSpec.rewrites``), run on the optimized graph,
+    where patterns are canonical (identities gone, constants folded, shared subexpressions
+    merged), then the two passes that clean up after them. Rules that fired are listed in
+    the model's ``pkg.tonnx.rewrites`` metadata."""
+    from .builder._rewrites import apply_rewrites
+    from .dispatch._rewrite_table import enabled_rules
+
+    rules = enabled_rules(registry, config)
+    if not rules:
+        return
+    fired = apply_rewrites(g, rules)
+    if fired:
+        g.eliminate_common_subexpressions()
+        g.remove_unused()
+        g.metadata_props["pkg.tonnx.rewrites"] = ", ".join(f"{k} x{v}" for k, v in sorted(fired.items()))
 
 
 def _drop_unused_domains(g) -> None:
