@@ -20,10 +20,13 @@ from ._converter_helpers import (
 )
 from ._errors import UnsupportedError
 from .builder._dtypes import numpy_dtype, onnx_type_from_numpy, onnx_type_from_torch, torch_dtype
+from .builder._rewrites import RewriteContext, RewriteRule
 from .dispatch import Converter
 
 __all__ = [
     "Converter",
+    "RewriteContext",
+    "RewriteRule",
     "UnsupportedError",
     "cast",
     "is_float",

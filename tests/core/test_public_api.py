@@ -57,6 +57,8 @@ def test_converter_authoring_surface():
     assert sorted(tonnx.converters.__all__) == sorted(
         [
             "Converter",
+            "RewriteContext",
+            "RewriteRule",
             "UnsupportedError",
             "cast",
             "is_float",

@@ -1,0 +1,197 @@
+"""Packs' graph rewrite rules, applied in one sweep over the converted graph.
+
+A converter sees one FX node; what a runtime fuses is often several (RMSNorm written as
+pow/mean/add/rsqrt/mul, rotary embeddings as slice/neg/cat/mul/add). A pack hands such
+patterns to tonnx as :class:`RewriteRule` records (``PackSpec.rewrites``). Each rule is
+anchored on the op type of the pattern's *last* node; the sweep visits every node once, in
+order, and offers it to the rules anchored on its type, highest pack priority first: the
+first rule that returns replacement nodes wins. Replacement nodes are offered to the rules
+in turn (a fused norm may absorb the Add before it), and nodes left without reader die
+on the spot, so reader counts stay exact and a pattern fires only on what it fully owns.
+The sweep is linear in the graph size: rules only look at the anchor's producers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import TonnxError
+from ._node import Node
+from ._passes import _all_reads
+
+#: Rewrites allowed on one node and its replacements (a rule re-creating its own
+#: anchor would otherwise loop forever).
+_MAX_CHAIN = 16
+
+
+@dataclass(frozen=True)
+class RewriteRule:
+    """One rewrite: ``apply(ctx, node)`` returns the nodes replacing ``node``, or None.
+
+    ``node`` is a node of type ``op_type`` (in ``domain``); the replacement nodes, made
+    with ``ctx.node(...)``, must produce every output of ``node`` that is read. A rule
+    returns None when the pattern does not match exactly: a rewrite never approximates.
+    """
+
+    name: str
+    op_type: str
+    apply: Callable[[RewriteContext, Any], Sequence[Any] | None]
+    domain: str = ""
+
+
+class RewriteContext:
+    """What a rule may read and create while the sweep runs."""
+
+    def __init__(self, g):
+        #: the GraphBuilder: types, shapes, constants, ``make_initializer``
+        self.g = g
+        self._producer = {o: n for n in g.nodes for o in n.outputs if o}
+        self._readers = Counter(_all_reads(g))
+        self._readers.update(g.outputs)
+        self._dead: set[int] = set()
+        #: nodes already swept (final order) and their positions
+        self._swept: list[Node] = []
+        self._position: dict[int, int] = {}
+
+    def producer(self, name: str) -> Node | None:
+        """The live node computing ``name``; None for inputs, constants and outer names."""
+        node = self._producer.get(name)
+        return None if node is None or id(node) in self._dead else node
+
+    def readers(self, name: str) -> int:
+        """How many live node inputs (and graph outputs) read ``name``."""
+        return self._readers[name]
+
+    def is_output(self, name: str) -> bool:
+        return name in self.g.outputs
+
+    def node(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        outputs: int | Sequence[str] = 1,
+        *,
+        domain: str = "",
+        **attributes: Any,
+    ) -> Node:
+        """A new node (not yet in the graph); an int ``outputs`` makes fresh names.
+
+        The type of a fresh output is inferred for standard ops; for a custom domain the
+        rule sets it with ``ctx.g.set_type`` (and ``set_shape`` when it knows it).
+        """
+        g = self.g
+        if domain and domain not in g.opsets:
+            raise TonnxError(f"Rewrite creates {domain}.{op_type} but domain {domain!r} has no version.")
+        if isinstance(outputs, int):
+            names = [g._claim(g.unique_name(op_type.lower())) for _ in range(outputs)]
+        else:
+            names = [g._claim(o) if o and not g.has_name(o) else o for o in outputs]
+        inputs = list(inputs)
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        node = Node(op_type, inputs, names, attributes, domain, g._unique_node_name(op_type), None)
+        if not domain:
+            from ._type_inference import infer_types
+
+            infer_types(g, node)
+        return node
+
+    def take_over(self, old: Node) -> bool:
+        """Lets the replacement nodes compute ``old``'s outputs (same names) too.
+
+        For a fusion that absorbs an earlier node whose result is also read elsewhere
+        (the residual Add a skip-norm also returns). False, and nothing changes, when a
+        node already placed between ``old`` and the anchor reads those outputs: they must
+        be computed before it, so the rule must not fire.
+        """
+        pos = self._position.get(id(old))
+        if pos is None or id(old) in self._dead:
+            return False
+        outs = {o for o in old.outputs if o}
+        for node in self._swept[pos + 1 :]:
+            if id(node) not in self._dead and outs.intersection(node.inputs):
+                return False
+        self._dead.add(id(old))
+        self._release(old.inputs)
+        return True
+
+    # -- bookkeeping of the sweep -------------------------------------------------------------
+
+    def _replace(self, old: Node, new: Sequence[Node]) -> None:
+        for node in new:
+            for o in node.outputs:
+                if o:
+                    self._producer[o] = node
+            self._readers.update(node.inputs)
+        self._dead.add(id(old))
+        self._release(old.inputs)
+
+    def _release(self, names: Sequence[str]) -> None:
+        """Drops reads; producers left without reader die, transitively."""
+        stack = list(names)
+        while stack:
+            name = stack.pop()
+            self._readers[name] -= 1
+            if self._readers[name] > 0:
+                continue
+            node = self._producer.get(name)
+            if node is None or id(node) in self._dead or node.subgraphs():
+                continue
+            if all(self._readers[o] <= 0 for o in node.outputs if o):
+                self._dead.add(id(node))
+                stack.extend(node.inputs)
+
+
+def apply_rewrites(g, rules: Sequence[tuple[str, RewriteRule]]) -> Counter:
+    """Applies ``(pack, rule)`` pairs, given best first; returns ``{pack:rule: times}``."""
+    anchored: dict[tuple[str, str], list[tuple[str, RewriteRule]]] = {}
+    for pack, rule in rules:
+        anchored.setdefault((rule.domain, rule.op_type), []).append((pack, rule))
+    fired: Counter = Counter()
+    if not anchored:
+        return fired
+    ctx = RewriteContext(g)
+    for node in g.nodes:
+        _offer(ctx, node, anchored, fired, 0)
+    g.nodes = [n for n in ctx._swept if id(n) not in ctx._dead]
+    return fired
+
+
+def _offer(ctx, node, anchored, fired: Counter, depth: int) -> None:
+    """Offers ``node`` to its rules; the winner's replacements are offered in turn."""
+    if id(node) in ctx._dead:
+        return
+    for pack, rule in anchored.get((node.domain, node.op_type), ()):
+        new = rule.apply(ctx, node)
+        if new is None:
+            continue
+        if depth >= _MAX_CHAIN:
+            raise TonnxError(
+                f"Rewrite rule {pack}:{rule.name} fired {_MAX_CHAIN} times in a chain on "
+                f"{node!r}: it re-creates a pattern it matches; make it return None there."
+            )
+        _check_outputs(ctx, pack, rule, node, new)
+        label = f"{pack}:{rule.name}"
+        metadata = {**(node.metadata or {}), "pkg.tonnx.converter": label}
+        for n in new:
+            n.metadata = metadata
+        ctx._replace(node, new)
+        fired[label] += 1
+        for n in new:
+            _offer(ctx, n, anchored, fired, depth + 1)
+        return
+    ctx._position[id(node)] = len(ctx._swept)
+    ctx._swept.append(node)
+
+
+def _check_outputs(ctx, pack: str, rule: RewriteRule, old: Node, new: Sequence[Node]) -> None:
+    made = {o for n in new for o in n.outputs}
+    lost = [o for o in old.outputs if o and o not in made and ctx.readers(o) > 0]
+    if lost:
+        raise TonnxError(
+            f"Rewrite rule {pack}:{rule.name} replaced {old!r} but nothing computes {lost} "
+            f"any more; its replacement nodes must produce every output that is read."
+        )
