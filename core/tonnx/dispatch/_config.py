@@ -2,10 +2,12 @@
 
 Modelled on pytest's plugin switches:
 
-- ``TONNX_DISABLE_PACK_AUTOLOAD=1``: no pack is loaded from entry points;
+- ``TONNX_DISABLE_PACK_AUTOLOAD=1``: entry points are not loaded, except the packs named
+  in ``TONNX_PACKS`` or ``Dispatcher(packs=...)``: an allow-list;
 - ``TONNX_PACKS="no:NAME,NAME,NAME=300"``: block a pack (it is not even imported),
   enable a pack that is off by default (a fallback), or set a pack's priority;
-- ``TONNX_STRICT_PACKS=1``: a pack that fails to load is an error, not a warning.
+- ``TONNX_STRICT_PACKS=0``: a pack that fails to load is skipped with a warning; by
+  default it is an error, as pytest treats a broken plugin.
 
 The same ``no:NAME`` / ``NAME`` / ``NAME=PRIORITY`` items are accepted by
 ``Dispatcher(packs=[...])``; arguments win over the environment.
@@ -71,4 +73,4 @@ def autoload_disabled() -> bool:
 
 
 def strict_loading() -> bool:
-    return os.environ.get("TONNX_STRICT_PACKS", "") not in ("", "0")
+    return os.environ.get("TONNX_STRICT_PACKS", "1") != "0"

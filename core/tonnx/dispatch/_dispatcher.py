@@ -1,4 +1,4 @@
-"""Dispatcher: what the call site adds to the packs (in-house converters, fallbacks)."""
+"""Dispatcher: what the call site adds to the installed packs, as one immutable value."""
 
 from __future__ import annotations
 
@@ -14,14 +14,21 @@ class Dispatcher:
 
     - ``converters``: in-house converters, ``{target: function}`` or :class:`Converter`
       records; they win over every pack (priority rule 1).
-    - ``fallback``: names of fallback packs to enable (``"onnxscript"``); the default
-      dispatcher enables none, so an op without a converter is an error.
+    - ``fallback``: fallback packs to enable, in the order they are tried (``"onnxscript"``);
+      they rank below every regular pack. The default dispatcher enables none, so an op
+      without a converter is an error.
     - ``packs``: ``no:NAME`` / ``NAME`` / ``NAME=PRIORITY`` items, as in ``TONNX_PACKS``.
-    - ``extra_packs``: pack objects (modules with hook implementations) to use without
-      installing them.
+    - ``extra_packs``: pack objects (modules with hook implementations) used by the
+      exports that name them, without installing them.
 
-    A dispatcher is immutable, so the registry built for it is cached and reused.
+    A dispatcher is an immutable value: two dispatchers with the same converters, packs
+    and fallbacks are equal and share one cached registry; a different one can never be
+    handed another's registry. A company's dispatcher is a subclass that fixes these
+    choices in ``__init__`` (docs/dispatchers.md); :meth:`on_missing` decides what happens
+    when no converter applies.
     """
+
+    __slots__ = ("converters", "fallback", "packs", "extra_packs", "_hash")
 
     def __init__(
         self,
@@ -33,21 +40,52 @@ class Dispatcher:
     ):
         if isinstance(converters, Mapping):
             converters = [Converter(t, f) for t, f in converters.items()]
-        self.converters: tuple[Converter, ...] = tuple(converters)
-        for conv in self.converters:
+        converters = tuple(converters)
+        for conv in converters:
             if not isinstance(conv, Converter) or not callable(conv.function):
                 raise TonnxError(
                     f"Dispatcher converters must be Converter records or a mapping "
                     f"target -> function, got {conv!r}."
                 )
-        self.fallback: tuple[str, ...] = (fallback,) if isinstance(fallback, str) else tuple(fallback)
-        self.packs: tuple[str, ...] = tuple(packs) + self.fallback
-        self.extra_packs: tuple[Any, ...] = tuple(extra_packs)
+        fallback = (fallback,) if isinstance(fallback, str) else tuple(fallback)
+        if isinstance(packs, str):
+            raise TonnxError(f"Dispatcher(packs=...) takes a list of items, got the string {packs!r}.")
+        _set = object.__setattr__
+        _set(self, "converters", converters)
+        _set(self, "fallback", fallback)
+        _set(self, "packs", tuple(packs) + fallback)
+        _set(self, "extra_packs", tuple(extra_packs))
+        _set(self, "_hash", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Dispatcher is immutable; make a new one instead of setting {name!r}.")
+
+    def _identity(self) -> tuple:
+        # extra packs are modules or namespaces: compared by identity, which the
+        # dispatcher keeps alive for as long as it (or a cache key holding it) lives
+        return (type(self), self.converters, self.packs, tuple(id(p) for p in self.extra_packs))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dispatcher):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if found is None:
+            found = hash(self._identity())
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def on_missing(self, error: Exception) -> Exception:
+        """The error raised when ops have no converter; a subclass may enrich it."""
+        return error
 
     def __repr__(self) -> str:
         return (
-            f"Dispatcher({len(self.converters)} converters, fallback={list(self.fallback)}, "
-            f"packs={list(self.packs)})"
+            f"{type(self).__name__}({len(self.converters)} converters, "
+            f"fallback={list(self.fallback)}, packs={list(self.packs)}, "
+            f"extra_packs={len(self.extra_packs)})"
         )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import pluggy
@@ -16,17 +18,31 @@ from ._pack import PackSpec
 from ._registry import INHOUSE_PACK, INHOUSE_PRIORITY, Candidate, Registry
 
 ENTRY_POINT_GROUP = "tonnx.packs"
+#: Registries kept per manager: a few opsets times a few dispatchers in a session.
+REGISTRY_CACHE_SIZE = 32
 
 
 class PackLoadWarning(UserWarning):
-    """A pack failed to load and was skipped (set TONNX_STRICT_PACKS=1 to fail instead)."""
+    """A pack failed to load and was skipped (only with TONNX_STRICT_PACKS=0)."""
+
+
+@dataclass(frozen=True)
+class PackOrigin:
+    """Where a pack comes from, for ``tonnx packs`` and the exported model's metadata."""
+
+    distribution: str
+    version: str
+    path: str
 
 
 class PackManager:
-    """Owns the pluggy plugin manager and the loaded packs of one process.
+    """Owns the pluggy plugin manager and the installed packs of one process.
 
-    Blocked packs are never imported; a pack whose import fails is reported with its name
-    and error and the others still load, unless loading is strict.
+    Blocked packs are never imported. A pack that fails to import, whose hook raises or
+    whose PackSpec is invalid is an error (as pytest treats a broken plugin), unless
+    loading is not strict (``TONNX_STRICT_PACKS=0``), in which case it is reported and
+    skipped. With autoload disabled, only the packs named by ``TONNX_PACKS`` or a
+    dispatcher's ``packs=`` are loaded: an allow-list.
     """
 
     def __init__(self, *, autoload: bool | None = None, strict: bool | None = None):
@@ -34,63 +50,96 @@ class PackManager:
         self._pm.add_hookspecs(_hookspecs)
         self.env_config = _config.from_environment()
         self.strict = _config.strict_loading() if strict is None else strict
+        self.autoload = not _config.autoload_disabled() if autoload is None else autoload
         self.specs: dict[str, PackSpec] = {}
         self.versions: dict[str, str] = {}
+        self.origins: dict[str, PackOrigin] = {}
         self.failures: dict[str, str] = {}
         self._converters: dict[str, tuple[Converter, ...]] = {}
-        self._registries: dict[tuple, Registry] = {}
-        if autoload if autoload is not None else not _config.autoload_disabled():
-            self.load_entry_points()
+        self._registries: OrderedDict[tuple, Registry] = OrderedDict()
+        self._entry_points = _entry_points() if self.autoload or self.env_config.enabled else {}
+        if self.autoload:
+            for name in list(self._entry_points):
+                self._load_entry_point(name)
+        else:
+            self.load_named(self.env_config)
 
     # -- discovery ------------------------------------------------------------------------------
 
-    def load_entry_points(self) -> None:
-        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in self.env_config.blocked:
-                self._pm.set_blocked(ep.name)
-                continue
-            try:
-                plugin = ep.load()
-            except Exception as e:  # a broken pack must not hide the others
-                self._failed(ep.name, f"import of {ep.value!r} failed: {type(e).__name__}: {e}", e)
-                continue
-            dist = getattr(ep, "dist", None)
-            self.register(plugin, name=ep.name, version=dist.version if dist else None)
+    def load_named(self, config: _config.PackConfig) -> None:
+        """Loads the entry points ``config`` enables by name (the allow-list)."""
+        for name in sorted(config.enabled - config.blocked):
+            if name not in self.specs and name not in self.failures:
+                if not self._entry_points:
+                    self._entry_points = _entry_points()
+                if name in self._entry_points:
+                    self._load_entry_point(name)
 
-    def register(self, plugin: Any, *, name: str | None = None, version: str | None = None) -> PackSpec:
-        """Registers a pack object (module or instance implementing the hooks)."""
+    def _load_entry_point(self, name: str) -> None:
+        ep = self._entry_points[name]
+        if name in self.env_config.blocked:
+            self._pm.set_blocked(name)
+            return
         try:
-            self._pm.register(plugin, name=name)
-            impls = [i for i in self._pm.hook.tonnx_pack.get_hookimpls() if i.plugin is plugin]
-            if len(impls) != 1:
-                raise PackLoadError(f"pack {name or plugin!r} does not implement tonnx_pack()")
-            spec = impls[0].function()
-            if not isinstance(spec, PackSpec):
+            plugin = ep.load()
+        except Exception as e:
+            self._failed(name, f"import of {ep.value!r} failed: {type(e).__name__}: {e}", e)
+            return
+        dist = getattr(ep, "dist", None)
+        origin = PackOrigin(
+            distribution=dist.metadata["Name"] if dist else "?",
+            version=dist.version if dist else "?",
+            path=getattr(plugin, "__file__", None) or repr(plugin),
+        )
+        self.register(plugin, name=name, version=origin.version, origin=origin)
+
+    def register(
+        self,
+        plugin: Any,
+        *,
+        name: str | None = None,
+        version: str | None = None,
+        origin: PackOrigin | None = None,
+    ) -> PackSpec | None:
+        """Registers an installed pack; it is validated whole before any state changes."""
+        label = name or getattr(plugin, "__name__", None) or repr(plugin)
+        try:
+            spec = spec_of(plugin, label)
+            if name is not None and spec.name != name:
                 raise PackLoadError(
-                    f"tonnx_pack() of {name or plugin!r} returned {type(spec).__name__}, "
-                    f"expected tonnx.PackSpec"
+                    f"Pack {label!r}: its entry point is named {name!r} but its PackSpec "
+                    f"{spec.name!r}; the two must match so that 'no:{name}' blocks it."
+                )
+            if spec.name in self.specs:
+                raise PackLoadError(
+                    f"Two packs are named {spec.name!r} ({self.origins[spec.name].path} and "
+                    f"{getattr(plugin, '__file__', plugin)}); uninstall one, or block it with "
+                    f"TONNX_PACKS='no:{spec.name}'."
                 )
         except Exception as e:
-            if self._pm.is_registered(plugin):
-                self._pm.unregister(plugin)
-            self._failed(name or repr(plugin), str(e), e)
+            self._failed(label, str(e), e)
             return None
-        if spec.name in self.specs:
-            self._pm.unregister(plugin)
-            raise PackLoadError(
-                f"Two packs are named {spec.name!r}; block one with TONNX_PACKS='no:{name}'."
-            )
+        self._pm.register(plugin, name=spec.name)
         self.specs[spec.name] = spec
         self.versions[spec.name] = version or spec.version
+        self.origins[spec.name] = origin or PackOrigin(
+            "(registered)", version or spec.version, getattr(plugin, "__file__", None) or repr(plugin)
+        )
         return spec
 
     def _failed(self, name: str, message: str, error: Exception) -> None:
         if self.strict:
-            raise PackLoadError(f"Pack {name!r} failed to load: {message}") from error
+            if isinstance(error, PackLoadError):
+                raise error
+            raise PackLoadError(
+                f"Pack {name!r} failed to load: {message}. Fix or uninstall it, block it with "
+                f"TONNX_PACKS='no:{name}', or set TONNX_STRICT_PACKS=0 to skip broken packs "
+                f"with a warning."
+            ) from error
         self.failures[name] = message
         warnings.warn(
             f"tonnx pack {name!r} failed to load and is skipped: {message} "
-            f"(TONNX_STRICT_PACKS=1 makes this an error; TONNX_PACKS='no:{name}' silences it)",
+            f"(TONNX_PACKS='no:{name}' silences this)",
             PackLoadWarning,
             stacklevel=3,
         )
@@ -98,17 +147,10 @@ class PackManager:
     # -- converters -----------------------------------------------------------------------------
 
     def converters(self, name: str) -> tuple[Converter, ...]:
-        """The pack's converters, imported on first use and checked as a whole."""
+        """An installed pack's converters, imported on first use and checked as a whole."""
         found = self._converters.get(name)
         if found is None:
-            spec = self.specs[name]
-            try:
-                found = tuple(spec.load())
-            except Exception as e:
-                raise PackLoadError(
-                    f"Pack {name!r} failed to load its converters: {type(e).__name__}: {e}"
-                ) from e
-            _check_pack(name, found)
+            found = load_converters(self.specs[name])
             self._converters[name] = found
         return found
 
@@ -116,7 +158,7 @@ class PackManager:
         return _config.parse_items(dispatcher.packs, base=self.env_config)
 
     def enabled_packs(self, config: _config.PackConfig) -> dict[str, PackSpec]:
-        """Enabled packs: not blocked; fallbacks only when asked for."""
+        """Enabled installed packs: not blocked; fallbacks only when asked for."""
         return {
             name: spec
             for name, spec in self.specs.items()
@@ -124,39 +166,67 @@ class PackManager:
         }
 
     def registry(self, opset: int, dispatcher: Dispatcher = DEFAULT_DISPATCHER) -> Registry:
-        """The registry for ``opset`` and ``dispatcher``, built once and cached."""
-        for pack in dispatcher.extra_packs:
-            if not self._pm.is_registered(pack):
-                self.register(pack)
+        """The registry for ``opset`` and ``dispatcher``, built once and cached.
+
+        The cache key holds the dispatcher itself (compared by value), so a registry can
+        only be reused by an equal dispatcher; the least recently used entry is dropped
+        beyond ``REGISTRY_CACHE_SIZE``.
+        """
         config = self.pack_config(dispatcher)
-        cache_key = (opset, config, id(dispatcher))
+        cache_key = (opset, config, dispatcher)
         registry = self._registries.get(cache_key)
-        if registry is None:
-            missing = [n for n in config.enabled if n not in self.specs and n not in config.blocked]
-            if missing:
-                raise PackLoadError(
-                    f"Pack(s) {missing} were asked for but are not installed "
-                    f"(installed: {sorted(self.specs)}; failed: {sorted(self.failures)})."
-                )
-            registry = self._build(opset, dispatcher, config)
-            self._registries[cache_key] = registry
+        if registry is not None:
+            self._registries.move_to_end(cache_key)
+            return registry
+        self.load_named(config)
+        extra = {spec.name: spec for spec in (spec_of(p, repr(p)) for p in dispatcher.extra_packs)}
+        clash = sorted(set(extra) & set(self.specs))
+        if clash:
+            raise PackLoadError(
+                f"extra_packs {clash} have the name of installed packs; rename them, or block "
+                f"the installed ones with packs=['no:{clash[0]}']."
+            )
+        missing = [
+            n for n in config.enabled if n not in self.specs and n not in extra and n not in config.blocked
+        ]
+        if missing:
+            raise PackLoadError(
+                f"Pack(s) {sorted(missing)} were asked for but are not installed "
+                f"(installed: {sorted(self.specs)}; failed: {sorted(self.failures)}). "
+                f"`tonnx packs` lists them; pip install the pack or fix the name."
+            )
+        registry = self._build(opset, dispatcher, config, extra)
+        self._registries[cache_key] = registry
+        if len(self._registries) > REGISTRY_CACHE_SIZE:
+            self._registries.popitem(last=False)
         return registry
 
-    def _build(self, opset: int, dispatcher: Dispatcher, config) -> Registry:
+    def _build(self, opset: int, dispatcher: Dispatcher, config, extra: dict[str, PackSpec]) -> Registry:
         candidates = []
         packs: dict[str, Any] = {}
-        for name, spec in self.enabled_packs(config).items():
+        enabled = self.enabled_packs(config)
+        for name, spec in extra.items():
+            if name not in config.blocked and (not spec.fallback or name in config.enabled):
+                enabled[name] = spec
+        chain = {name: i for i, name in enumerate(dispatcher.fallback)}
+        for name, spec in enabled.items():
             priority = config.priority_of(name, spec.priority)
             packs[name] = spec
-            for conv in self.converters(name):
+            converters = load_converters(spec) if name in extra else self.converters(name)
+            position = chain.get(name, len(chain))
+            for conv in converters:
                 if conv.opsets[0] <= opset <= conv.opsets[1]:
                     prio = conv.priority if conv.priority is not None else priority
-                    candidates.append(Candidate(prio, not conv.is_packet, name, conv, spec.fallback))
+                    candidates.append(
+                        Candidate(prio, not conv.is_packet, name, conv, spec.fallback, position)
+                    )
         for conv in dispatcher.converters:
             if conv.opsets[0] <= opset <= conv.opsets[1]:
                 candidates.append(Candidate(INHOUSE_PRIORITY, not conv.is_packet, INHOUSE_PACK, conv))
         packs[INHOUSE_PACK] = None
-        return Registry(candidates, opset, packs)
+        registry = Registry(candidates, opset, packs)
+        registry.extra_specs = extra
+        return registry
 
     # -- reporting ------------------------------------------------------------------------------
 
@@ -165,7 +235,7 @@ class PackManager:
         enabled = [p for p in registry.packs if p != INHOUSE_PACK]
         lines = [f"No converter for {len(missing)} op(s) of the graph:"]
         for key, count in sorted(missing.items()):
-            hint = self._disabled_handlers(key, enabled)
+            hint = self.disabled_handlers(key, enabled, registry.extra_specs)
             lines.append(f"  {key} ({count} node{'s' if count > 1 else ''}){hint}")
         lines.append(f"Packs searched (opset {registry.opset}): {enabled or 'none'}.")
         if self.failures:
@@ -177,15 +247,17 @@ class PackManager:
         )
         return ConverterNotFoundError("\n".join(lines), missing)
 
-    def _disabled_handlers(self, key: str, enabled: list[str]) -> str:
+    def disabled_handlers(self, key: str, enabled: list[str], extra: dict | None = None) -> str:
+        """`` -- handled by disabled pack(s) ...`` for an op a disabled pack converts."""
         names = []
-        for name in self.specs:
+        for name in [*self.specs, *(extra or {})]:
             if name in enabled:
                 continue
             try:
-                keys = {c.key for c in self.converters(name)}
+                found = self.converters(name) if name in self.specs else load_converters(extra[name])
             except PackLoadError:
                 continue
+            keys = {c.key for c in found}
             if key in keys or packet_key(key) in keys:
                 names.append(name)
         if not names:
@@ -195,17 +267,70 @@ class PackManager:
         )
 
 
-def _check_pack(name: str, converters: tuple) -> None:
-    """Validates a whole pack before any of it is used."""
-    for conv in converters:
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def spec_of(plugin: Any, label: str) -> PackSpec:
+    """The plugin's validated PackSpec, computed without touching any shared state.
+
+    A throw-away pluggy manager checks the hook implementations (pluggy quotes a wrong
+    definition), so an invalid pack leaves the process's manager unchanged.
+    """
+    probe = pluggy.PluginManager(_hookspecs.PROJECT)
+    probe.add_hookspecs(_hookspecs)
+    try:
+        probe.register(plugin)
+    except Exception as e:
+        raise PackLoadError(f"Pack {label!r} has invalid hooks: {type(e).__name__}: {e}") from e
+    impls = probe.hook.tonnx_pack.get_hookimpls()
+    if len(impls) != 1:
+        raise PackLoadError(f"Pack {label!r} does not implement tonnx_pack() (@tonnx.hookimpl).")
+    try:
+        spec = impls[0].function()
+    except Exception as e:
+        raise PackLoadError(f"tonnx_pack() of pack {label!r} raised {type(e).__name__}: {e}") from e
+    check_spec(spec, label)
+    return spec
+
+
+def check_spec(spec: Any, label: str) -> None:
+    """A PackSpec's fields, checked where it enters the core."""
+    if not isinstance(spec, PackSpec):
+        raise PackLoadError(
+            f"tonnx_pack() of {label!r} returned {type(spec).__name__}, expected tonnx.PackSpec."
+        )
+    problems = []
+    if not isinstance(spec.name, str) or not spec.name or not spec.name.replace("-", "_").isidentifier():
+        problems.append(f"name {spec.name!r} is not a simple identifier")
+    if not callable(spec.load):
+        problems.append("load is not callable")
+    if type(spec.priority) is not int:
+        problems.append(f"priority {spec.priority!r} is not an int")
+    if not all(isinstance(d, str) and d and type(v) is int for d, v in dict(spec.domains).items()):
+        problems.append(f"domains {dict(spec.domains)!r} is not a mapping of domain names to int versions")
+    if problems:
+        raise PackLoadError(f"Pack {label!r}: invalid PackSpec: {'; '.join(problems)}.")
+
+
+def load_converters(spec: PackSpec) -> tuple[Converter, ...]:
+    """Imports a pack's converters and validates them all before any is used."""
+    try:
+        found = tuple(spec.load())
+    except Exception as e:
+        raise PackLoadError(
+            f"Pack {spec.name!r} failed to load its converters: {type(e).__name__}: {e}"
+        ) from e
+    for conv in found:
         if not isinstance(conv, Converter):
-            raise PackLoadError(f"Pack {name!r} returned {conv!r}, expected tonnx.Converter records.")
+            raise PackLoadError(f"Pack {spec.name!r} returned {conv!r}, expected tonnx.Converter records.")
         if not callable(conv.function):
-            raise PackLoadError(f"Pack {name!r}: converter for {conv.key!r} is not callable.")
+            raise PackLoadError(f"Pack {spec.name!r}: converter for {conv.key!r} is not callable.")
         lo, hi = conv.opsets
         if lo > hi:
-            raise PackLoadError(f"Pack {name!r}: converter {conv.qualified_name} has opsets {lo}>{hi}.")
+            raise PackLoadError(f"Pack {spec.name!r}: converter {conv.qualified_name} has opsets {lo}>{hi}.")
         target_key(conv.target)
+    return found
 
 
 _DEFAULT: list[PackManager] = []

@@ -3,10 +3,12 @@
 Priority rules, in order (docs/architecture.md):
 
 1. converters given at the call site (``Dispatcher(converters=...)``) win;
-2. then packs by numeric priority, highest first (pack default, user override);
+2. then regular packs by numeric priority, highest first (pack default, user override);
 3. an overload-specific converter beats a packet-level one of the same priority;
-4. two converters that tie on priority and specificity raise ConverterConflictError,
-   when the registry is built if neither has a predicate, else when both apply to a node.
+4. fallback packs come last, in the order the dispatcher names them;
+5. converters that tie on all of the above raise ConverterConflictError naming every one
+   of them, when a node of the graph uses the op (a tie on an op the model never calls
+   does not stop its export).
 """
 
 from __future__ import annotations
@@ -31,27 +33,36 @@ class Candidate:
     pack: str
     converter: Converter
     fallback: bool = False
+    #: position of a fallback pack in the dispatcher's chain (0 is tried first)
+    chain_position: int = 0
 
     @property
-    def rank(self) -> tuple[int, int]:
-        return (self.priority, 1 if self.specific else 0)
+    def rank(self) -> tuple:
+        if self.fallback:
+            return (0, -self.chain_position, self.priority, 1 if self.specific else 0)
+        return (1, 0, self.priority, 1 if self.specific else 0)
 
     def describe(self) -> str:
         conv = self.converter
         extra = f", opsets {conv.opsets[0]}..{conv.opsets[1]}" if conv.opsets[0] > 1 or conv.opsets[1] < 10_000 else ""
         pred = ", predicate" if conv.applies is not None else ""
         level = "overload" if self.specific else "packet"
+        chain = f", fallback #{self.chain_position + 1}" if self.fallback else ""
         return (
             f"{conv.qualified_name} [pack {self.pack!r}, priority {self.priority}, "
-            f"{level}{extra}{pred}]"
+            f"{level}{extra}{pred}{chain}]"
         )
 
 
-def _conflict(a: Candidate, b: Candidate, key: str, when: str) -> ConverterConflictError:
+def _conflict(tied: list[Candidate], key: str, where: str) -> ConverterConflictError:
+    packs = sorted({c.pack for c in tied})
+    listing = "\n".join(f"  {c.describe()}" for c in tied)
+    keep = packs[0]
+    blocks = ", ".join(f"'no:{p}'" for p in packs[1:]) or f"'no:{keep}'"
     return ConverterConflictError(
-        f"Two converters tie for {key!r} {when}:\n  {a.describe()}\n  {b.describe()}\n"
-        f"Fix: give one pack a higher priority (Dispatcher(packs=['{a.pack}=<n>']) or "
-        f"TONNX_PACKS='{a.pack}=<n>'), block one (packs=['no:{b.pack}']), or register the "
+        f"{len(tied)} converters tie for {key!r} {where}:\n{listing}\n"
+        f"Fix: give the pack you want a higher priority (Dispatcher(packs=['{keep}=<n>']) or "
+        f"TONNX_PACKS='{keep}=<n>'), block the others (packs=[{blocks}]), or register the "
         f"converter you want at the call site with Dispatcher(converters=...)."
     )
 
@@ -66,12 +77,11 @@ class Registry:
         by_key: dict[str, list[Candidate]] = {}
         for cand in candidates:
             by_key.setdefault(cand.converter.key, []).append(cand)
-        for key, cands in by_key.items():
+        for cands in by_key.values():
             cands.sort(key=lambda c: c.rank, reverse=True)
-            for a, b in zip(cands, cands[1:]):
-                if a.rank == b.rank and a.converter.applies is None and b.converter.applies is None:
-                    raise _conflict(a, b, key, "when the registry is built")
         self._by_key = by_key
+        #: the dispatcher's extra packs (enabled or not), for the not-found hints
+        self.extra_specs: dict[str, Any] = {}
         self._ordered: dict[str, tuple[Candidate, ...]] = {}
 
     def candidates(self, key: str) -> tuple[Candidate, ...]:
@@ -94,13 +104,22 @@ class Registry:
             applies = cand.converter.applies
             if applies is not None and not applies(node):
                 continue
+            tied = [cand]
             for other in cands[i + 1 :]:
                 if other.rank != cand.rank:
                     break
                 if other.converter.applies is None or other.converter.applies(node):
-                    raise _conflict(cand, other, key, f"on node {getattr(node, 'name', node)!r}")
+                    tied.append(other)
+            if len(tied) > 1:
+                raise _conflict(tied, key, f"on FX node {getattr(node, 'name', node)!r}")
             return cand
         return None
+
+    def ties(self, key: str) -> list[Candidate]:
+        """Candidates tied with the best one for ``key`` (empty when it wins alone)."""
+        cands = self.candidates(key)
+        tied = [c for c in cands if cands and c.rank == cands[0].rank]
+        return tied if len(tied) > 1 else []
 
     def keys(self) -> list[str]:
         return sorted(self._by_key)
