@@ -30,6 +30,7 @@ def to_onnx(
     optimize: bool = True,
     filename: str | os.PathLike | None = None,
     external_data: bool | None = None,
+    weights: Any = None,
     strict: bool = False,
     verbose: int = 0,
     report: str | os.PathLike | None = None,
@@ -43,7 +44,13 @@ def to_onnx(
       or pack switches; the default one uses the installed packs and has no fallback.
     - ``optimize``: run the builder's passes (identity removal, folding, dead code).
     - ``filename``: also write the model there, atomically; with ``external_data`` (default:
-      when weights exceed 2 GB) large initializers go to ``<filename>.data``.
+      when weights exceed 2 GB) large initializers go to ``<filename>.data`` (or
+      ``<filename>.1.data``: the name alternates when overwriting, so a crash never pairs
+      an old model with new data). Weights go from the tensors to the file, never copied;
+      the returned proto then holds no bytes for initializers of 1 KiB or more.
+    - ``weights``: for a model built on the ``meta`` device, the safetensors files (a path,
+      a glob or a list) its weights are read from, one tensor at a time, while writing
+      ``filename``; tensor names are the model's ``state_dict`` names.
     - ``strict``: passed to ``torch.export.export``.
     - ``verbose``: 1 prints the model as :func:`tonnx.pretty` text after the export.
     - ``report``: also write a markdown report there (written on failure too: the failing
@@ -55,6 +62,8 @@ def to_onnx(
     filename = os.fspath(filename) if filename is not None else None
     if filename is not None:
         _check_writable(filename)
+    if weights is not None and filename is None:
+        raise OutputFileError("weights= streams weights into a file: pass filename= too.")
     opsets = _opsets(target_opset)
     record = _report.ExportRecord() if report is not None else None
     with _report.recording(record, os.fspath(report) if report is not None else None):
@@ -71,6 +80,7 @@ def to_onnx(
             optimize=optimize,
             filename=filename,
             external_data=external_data,
+            weights=weights,
             record=record,
         )
     if verbose:
@@ -112,6 +122,7 @@ def convert_program(
     optimize: bool = True,
     filename: str | None = None,
     external_data: bool | None = None,
+    weights: Any = None,
     record: _report.ExportRecord | None = None,
 ):
     """ExportedProgram -> ModelProto: everything to_onnx does after torch.export."""
@@ -166,7 +177,7 @@ def convert_program(
     )
     if record is not None:
         record.start("serialize")
-    model = g.to_onnx() if filename is None else _save(g, filename, external_data)
+    model = g.to_onnx() if filename is None else _save(g, filename, external_data, weights)
     if record is not None:
         record.attach(model=model)
     return model
@@ -212,40 +223,23 @@ def _drop_unused_domains(g) -> None:
 
 
 def _check_writable(filename: str) -> None:
-    folder = os.path.dirname(os.path.abspath(filename))
-    if not os.path.isdir(folder):
-        raise OutputFileError(f"Cannot write {filename!r}: folder {folder!r} does not exist.")
-    if not os.access(folder, os.W_OK):
-        raise OutputFileError(f"Cannot write {filename!r}: folder {folder!r} is not writable.")
+    """Fails before torch.export if ``filename`` cannot be written (a probe file is made and
+    removed, so nothing is left on disk)."""
+    from .builder._file_writer import ModelFile
+
+    ModelFile(filename).probe()
 
 
-def _save(g, filename: str, external_data: bool | None):
-    from .builder import ExternalDataWriter, write_model
-    from .builder._constants import as_numpy
+def _save(g, filename: str, external_data: bool | None, weights=None):
+    from .builder import _file_writer
+    from .builder._serialize import nbytes
 
     if external_data is None:
-        total = sum(as_numpy(v).nbytes for v in g.constants.values())
+        total = sum(nbytes(v) for v in g.constants.values())
         external_data = total > EXTERNAL_DATA_THRESHOLD
-    if not external_data:
-        model = g.to_onnx()
-        try:
-            write_model(model, filename)
-        except OSError as e:
-            raise OutputFileError(f"Cannot write {filename!r}: {e}") from e
-        return model
-    location = os.path.basename(filename) + ".data"
-    data_path = os.path.join(os.path.dirname(os.path.abspath(filename)), location)
-    tmp_data = f"{data_path}.tmp{os.getpid()}"
-    writer = ExternalDataWriter(tmp_data, location)
-    try:
-        model = g.to_onnx(external_data=writer)
-        writer.close()
-        os.replace(tmp_data, data_path)
-        write_model(model, filename)
-    except OSError as e:
-        raise OutputFileError(f"Cannot write {filename!r}: {e}") from e
-    finally:
-        writer.close()
-        if os.path.exists(tmp_data):
-            os.remove(tmp_data)
-    return model
+    payload = None
+    if weights is not None:
+        from .builder._weights import SafetensorsWeights
+
+        payload = SafetensorsWeights(weights).payload
+    return _file_writer.save(g, filename, external_data=external_data, payload=payload)

@@ -43,6 +43,12 @@ def elem_type(value) -> int:
     return onnx_type_from_torch(value.dtype)
 
 
+def has_data(value) -> bool:
+    """False for a tensor on the ``meta`` device (a model too big for memory, whose weights
+    are read from files only when the model is written)."""
+    return isinstance(value, np.ndarray) or not value.is_meta
+
+
 def as_numpy(value) -> np.ndarray:
     """A numpy view of a constant (bfloat16 through ml_dtypes); no copy for CPU tensors."""
     if isinstance(value, np.ndarray):

@@ -134,7 +134,8 @@ class GraphBuilder:
         g = self
         while g is not None:
             if name in g.constants:
-                return True
+                # a 'meta' tensor has no value to fold or read: a runtime operand
+                return _constants.has_data(g.constants[name])
             g = g.parent
         return False
 

@@ -1,14 +1,15 @@
-"""Builder -> ``onnx.ModelProto``: the only place where weights are copied (once)."""
+"""Builder -> ``onnx.ModelProto``; weights are copied once in memory, never for a file."""
 
 from __future__ import annotations
 
-import os
+import sys
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, helper
 
+from .._errors import OutputFileError
 from . import _constants
 
 #: Tensors at least this large go to the external data file when one is used.
@@ -18,36 +19,78 @@ EXTERNAL_MIN_BYTES = 1024
 class ExternalDataWriter:
     """Streams large initializers into one data file next to the model.
 
-    Each tensor's bytes are written as soon as its proto is made, so the model proto never
-    holds them and a model over 2 GB serializes without protobuf's size limit.
+    Each tensor's bytes go from the tensor's own memory to the file as soon as its proto is
+    made, so the model proto never holds them and a model over 2 GB serializes without
+    protobuf's size limit. ``payload(name, value)`` gives the bytes (weights read lazily for
+    tensors on the ``meta`` device); the default views the value itself.
     """
 
-    def __init__(self, path: str, location: str):
+    #: subgraph initializers may go to the data file too
+    subgraphs = True
+
+    def __init__(self, path: str, location: str, payload=None):
         self.location = location
+        self._payload = payload or (lambda name, value: tensor_bytes(value))
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
         self.offset = 0
 
-    def write(self, proto: TensorProto, data: np.ndarray) -> None:
+    def takes(self, value) -> bool:
+        return not _constants.has_data(value) or nbytes(value) >= EXTERNAL_MIN_BYTES
+
+    def add(self, proto: TensorProto, name: str, value) -> None:
         # 4 KiB alignment lets runtimes memory-map each tensor
         padding = (-self.offset) % 4096
         if padding:
             self._file.write(b"\0" * padding)
             self.offset += padding
-        buffer = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-        self._file.write(buffer.data)
+        buffer = self._payload(name, value)
+        self._file.write(buffer)
         proto.data_location = TensorProto.EXTERNAL
-        for key, value in (
+        for key, value_ in (
             ("location", self.location),
             ("offset", str(self.offset)),
             ("length", str(buffer.nbytes)),
         ):
             entry = proto.external_data.add()
             entry.key = key
-            entry.value = value
+            entry.value = value_
         self.offset += buffer.nbytes
 
     def close(self) -> None:
         self._file.close()
+
+
+class InlineStreamer:
+    """Leaves large main-graph initializers without ``raw_data`` in the proto and remembers
+    them, so :mod:`._file_writer` writes their bytes straight from the tensors."""
+
+    subgraphs = False
+
+    def __init__(self):
+        #: initializer name -> value whose bytes the file writer appends
+        self.values: dict[str, Any] = {}
+
+    def takes(self, value) -> bool:
+        return not _constants.has_data(value) or nbytes(value) >= EXTERNAL_MIN_BYTES
+
+    def add(self, proto: TensorProto, name: str, value) -> None:
+        self.values[name] = value
+
+
+def nbytes(value) -> int:
+    """Size of a constant's data, known without reading it (also for ``meta`` tensors)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    return value.numel() * value.element_size()
+
+
+def tensor_bytes(value) -> memoryview:
+    """The bytes of a constant as ONNX ``raw_data`` lays them out: a view of the tensor's
+    memory (a copy only for a non-contiguous tensor)."""
+    data = _constants.as_numpy(value)
+    if sys.byteorder != "little" and data.dtype.itemsize > 1:
+        data = data.byteswap()
+    return np.ascontiguousarray(data).reshape(-1).view(np.uint8).data
 
 
 def to_model_proto(
@@ -105,15 +148,21 @@ def _fill_value_info(vi: onnx.ValueInfoProto, name: str, g) -> None:
             dim.dim_param = str(d)
 
 
-def _fill_tensor(proto: TensorProto, name: str, value, external_data) -> None:
-    data = _constants.as_numpy(value)
+def _fill_tensor(proto: TensorProto, name: str, value, sink) -> None:
     proto.name = name
-    proto.dims.extend(data.shape)
+    proto.dims.extend(value.shape)
     proto.data_type = _constants.elem_type(value)
-    if external_data is not None and data.nbytes >= EXTERNAL_MIN_BYTES:
-        external_data.write(proto, data)
+    if sink is not None and sink.takes(value):
+        sink.add(proto, name, value)
+    elif not _constants.has_data(value):
+        raise OutputFileError(
+            f"Initializer {name!r} is a tensor on the 'meta' device (no data): pass "
+            f"filename= and weights= (safetensors files holding it) to to_onnx, or load the "
+            f"weights into the model before exporting."
+        )
     else:
-        proto.raw_data = data.tobytes()
+        # the one copy protobuf requires (tobytes' temporary is freed at once)
+        proto.raw_data = _constants.as_numpy(value).tobytes()
 
 
 def _fill_node(proto: onnx.NodeProto, node, external_data) -> None:
@@ -152,21 +201,10 @@ def _fill_attribute(attr: AttributeProto, key: str, value, external_data) -> Non
         attr.t.CopyFrom(value)
     elif hasattr(value, "nodes"):
         attr.type = AttributeProto.GRAPH
-        _fill_graph(attr.g, value, key, external_data)
+        sink = external_data if getattr(external_data, "subgraphs", False) else None
+        _fill_graph(attr.g, value, key, sink)
     elif isinstance(value, (list, tuple)) and value and all(type(v) is int for v in value):
         attr.type = AttributeProto.INTS
         attr.ints.extend(value)
     else:
         attr.CopyFrom(helper.make_attribute(key, value))
-
-
-def write_model(model: onnx.ModelProto, filename: str) -> None:
-    """Writes ``model`` to ``filename`` through a temporary file, renamed when complete."""
-    tmp = f"{filename}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(model.SerializeToString())
-        os.replace(tmp, filename)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)

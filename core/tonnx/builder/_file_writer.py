@@ -1,0 +1,269 @@
+"""Writing a model file: weights go from the tensors' memory to the disk, files switch atomically.
+
+Inline (one ``.onnx``): the model is serialized without the large initializers' ``raw_data``
+and this module writes the protobuf framing itself around each tensor's bytes (the wire format:
+a tag ``field << 3 | 2`` and a varint length before each length-delimited field, fields in
+ascending number as protobuf writes them), so the bytes equal ``model.SerializeToString()``
+of the full model, without ever holding them in memory.
+
+Consistency: everything is written under temporary names ``<base>[.data|.1.data].tmp-tonnx-
+<pid>-<hex>`` and renamed when complete; the ``.onnx`` is switched last. An external data file
+never takes the name the current ``.onnx`` references (``<base>.data`` and ``<base>.1.data``
+alternate when a model is overwritten), so a crash at any point leaves either the old pair or
+the new pair, never a new ``.data`` beside an old ``.onnx``. Temporaries of a dead process
+(SIGKILL) and data files no model references are removed by the next write to the same path.
+Safe against process crashes; there is no fsync, so not against power loss.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from typing import Any
+
+import onnx
+from onnx import GraphProto, ModelProto, TensorProto
+
+from .._errors import OutputFileError
+from . import _serialize
+
+_TMP_MARK = ".tmp-tonnx-"
+_INITIALIZER = GraphProto.DESCRIPTOR.fields_by_name["initializer"].number
+_GRAPH = ModelProto.DESCRIPTOR.fields_by_name["graph"].number
+_RAW_DATA = TensorProto.DESCRIPTOR.fields_by_name["raw_data"].number
+_LEN = 2  # wire type of length-delimited fields
+
+
+def data_names(base: str) -> tuple[str, str]:
+    """The two names an external data file of model ``base`` alternates between."""
+    return f"{base}.data", f"{base}.1.data"
+
+
+# -- protobuf wire format ---------------------------------------------------------------------
+
+
+def varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def length_prefix(field: int, length: int) -> bytes:
+    """Tag and length of a length-delimited field (the payload follows)."""
+    return varint(field << 3 | _LEN) + varint(length)
+
+
+def split_at(message, field: int) -> tuple[bytes, bytes]:
+    """Serialized fields before and after ``field`` (which must be empty in ``message``)."""
+    before, after = type(message)(), type(message)()
+    before.CopyFrom(message)
+    after.CopyFrom(message)
+    for fd in message.DESCRIPTOR.fields:
+        (before if fd.number > field else after).ClearField(fd.name)
+    return before.SerializeToString(), after.SerializeToString()
+
+
+def write_inline(model: ModelProto, streamed: dict[str, Any], f, payload) -> None:
+    """Writes ``model`` to ``f``; initializers named in ``streamed`` get their ``raw_data``
+    from ``payload(name, value)`` (a memoryview of the tensor), written without a copy."""
+    graph = model.graph
+    chunks: list[Any] = []  # bytes, or (name, value, nbytes) to stream
+    for init in graph.initializer:
+        header = init.SerializeToString()
+        if init.name in streamed:
+            value = streamed[init.name]
+            size = _serialize.nbytes(value)
+            raw = length_prefix(_RAW_DATA, size)
+            chunks.append(length_prefix(_INITIALIZER, len(header) + len(raw) + size) + header + raw)
+            chunks.append((init.name, value, size))
+        else:
+            chunks.append(length_prefix(_INITIALIZER, len(header)) + header)
+    skeleton = ModelProto()
+    skeleton.CopyFrom(model)
+    skeleton.graph.ClearField("initializer")
+    graph_before, graph_after = split_at(skeleton.graph, _INITIALIZER)
+    skeleton.ClearField("graph")
+    model_before, model_after = split_at(skeleton, _GRAPH)
+    graph_size = len(graph_before) + len(graph_after)
+    graph_size += sum(len(c) if isinstance(c, bytes) else c[2] for c in chunks)
+    f.write(model_before)
+    f.write(length_prefix(_GRAPH, graph_size))
+    f.write(graph_before)
+    for chunk in chunks:
+        if isinstance(chunk, bytes):
+            f.write(chunk)
+            continue
+        name, value, size = chunk
+        data = payload(name, value)
+        if data.nbytes != size:
+            raise OutputFileError(f"Initializer {name!r} has {data.nbytes} bytes, expected {size}.")
+        f.write(data)
+        del data
+    f.write(graph_after)
+    f.write(model_after)
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+class ModelFile:
+    """The files of one model path: temporary names, the data file to use, cleaning."""
+
+    def __init__(self, filename: str):
+        self.filename = os.path.abspath(filename)
+        self.folder, self.base = os.path.split(self.filename)
+        self.token = f"{os.getpid()}-{secrets.token_hex(4)}"
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    def tmp(self, name: str) -> str:
+        return self.path(f"{name}{_TMP_MARK}{self.token}")
+
+    def probe(self) -> None:
+        """Creates and removes a temporary file: the path is writable, nothing is left."""
+        if os.path.isdir(self.filename):
+            raise OutputFileError(f"Cannot write {self.filename!r}: it is a folder.")
+        if not os.path.isdir(self.folder):
+            raise OutputFileError(
+                f"Cannot write {self.filename!r}: folder {self.folder!r} does not exist."
+            )
+        if os.path.exists(self.filename) and not os.access(self.filename, os.W_OK):
+            raise OutputFileError(f"Cannot write {self.filename!r}: the file is read-only.")
+        tmp = self.tmp(self.base)
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            os.remove(tmp)
+        except OSError as e:
+            raise OutputFileError(
+                f"Cannot write {self.filename!r}: folder {self.folder!r} is not writable ({e})."
+            ) from e
+
+    def clean_stale(self) -> list[str]:
+        """Removes temporaries of this path left by processes that no longer run."""
+        pattern = re.compile(
+            re.escape(self.base) + r"(?:\.data|\.1\.data)?" + re.escape(_TMP_MARK)
+            + r"(\d+)-[0-9a-f]+"
+        )
+        removed = []
+        for entry in os.listdir(self.folder):
+            match = pattern.fullmatch(entry)
+            if match and not _alive(int(match.group(1))):
+                _remove(self.path(entry))
+                removed.append(entry)
+        return removed
+
+    def free_data_name(self) -> str:
+        """A data file name the current model does not reference (it may exist unreferenced)."""
+        names = data_names(self.base)
+        for name in names:
+            if not os.path.exists(self.path(name)):
+                return name
+        # both exist (a crash before the unreferenced one was removed): read which is used
+        used = referenced_locations(self.filename)
+        for name in names:
+            if name not in used:
+                return name
+        raise OutputFileError(
+            f"{self.filename!r} references both {names[0]!r} and {names[1]!r}; "
+            f"remove the model and its data files, then export again."
+        )
+
+    def remove_unreferenced_data(self, keep: str | None) -> None:
+        for name in data_names(self.base):
+            if name != keep and os.path.exists(self.path(name)):
+                _remove(self.path(name))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def referenced_locations(filename: str) -> set[str]:
+    """External data files an existing model references (empty if it is absent or unreadable)."""
+    if not os.path.exists(filename):
+        return set()
+    try:
+        model = onnx.load(filename, load_external_data=False)
+    except Exception:  # noqa: BLE001 - an unreadable old file references nothing we keep
+        return set()
+    return {
+        entry.value
+        for tensor in onnx.external_data_helper._get_all_tensors(model)
+        if tensor.data_location == TensorProto.EXTERNAL
+        for entry in tensor.external_data
+        if entry.key == "location"
+    }
+
+
+def save(g, filename: str, *, external_data: bool, payload=None) -> ModelProto:
+    """Writes the builder's model to ``filename`` (see the module docstring); returns the
+    model proto, whose large initializers hold no bytes (they went to the file)."""
+    payload = payload or (lambda name, value: _serialize.tensor_bytes(value))
+    files = ModelFile(filename)
+    files.clean_stale()
+    tmp_model = files.tmp(files.base)
+    tmp_data = data_path = writer = None
+    try:
+        if external_data:
+            location = files.free_data_name()
+            data_path, tmp_data = files.path(location), files.tmp(location)
+            writer = _serialize.ExternalDataWriter(tmp_data, location, payload)
+            model = g.to_onnx(external_data=writer)
+            writer.close()
+            with open(tmp_model, "wb") as f:
+                f.write(model.SerializeToString())
+            os.replace(tmp_data, data_path)
+        else:
+            location = None
+            streamer = _serialize.InlineStreamer()
+            model = g.to_onnx(external_data=streamer)
+            with open(tmp_model, "wb") as f:
+                write_inline(model, streamer.values, f, payload)
+        os.replace(tmp_model, files.filename)
+        data_path = None  # referenced now: keep it
+        files.remove_unreferenced_data(location)
+    except OSError as e:
+        raise OutputFileError(f"Cannot write {filename!r}: {e}") from e
+    finally:
+        if writer is not None:
+            writer.close()
+        for path in (tmp_model, tmp_data, data_path):
+            if path is not None:
+                _remove(path)
+    return model
+
+
+def write_model(model: ModelProto, filename: str) -> None:
+    """Writes a finished ``model`` to ``filename`` through a temporary file, renamed when
+    complete (the model's own external data, if any, is the caller's)."""
+    files = ModelFile(filename)
+    files.clean_stale()
+    tmp = files.tmp(files.base)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(model.SerializeToString())
+        os.replace(tmp, files.filename)
+    finally:
+        _remove(tmp)

@@ -1,0 +1,71 @@
+"""Weights of a model built on the ``meta`` device, read from safetensors one tensor at a time.
+
+A model bigger than memory is built on ``meta`` (``with torch.device("meta"): ...``), traced
+by torch.export without data, and its weights are read from the checkpoint only while the
+file is written: each tensor is loaded, written and freed before the next one, so the peak
+memory is about one tensor. Names are the ``state_dict`` names of the model given to
+``to_onnx`` (the initializers' names).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any
+
+from .._errors import OutputFileError
+from . import _constants, _serialize
+
+
+def expand(weights: Any) -> list[str]:
+    """Paths of a path, a glob or a list of them, in sorted order."""
+    items = [weights] if isinstance(weights, (str, os.PathLike)) else list(weights)
+    paths: list[str] = []
+    for item in items:
+        item = os.fspath(item)
+        found = sorted(glob.glob(item)) if glob.has_magic(item) else [item]
+        if not found or not all(os.path.isfile(p) for p in found):
+            raise OutputFileError(f"weights={item!r}: no safetensors file there.")
+        paths.extend(found)
+    return paths
+
+
+class SafetensorsWeights:
+    """Maps tensor names to the safetensors file holding them; loads one at a time."""
+
+    def __init__(self, weights: Any):
+        from safetensors import safe_open
+
+        self._where: dict[str, str] = {}
+        for path in expand(weights):
+            with safe_open(path, framework="pt") as f:
+                for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
+                    self._where.setdefault(key, path)
+
+    def load(self, name: str, like) -> Any:
+        """The tensor ``name``, checked against the shape and dtype the model declares."""
+        from safetensors import safe_open
+
+        path = self._where.get(name)
+        if path is None:
+            raise OutputFileError(
+                f"Weight {name!r} is on the 'meta' device and in none of the safetensors files "
+                f"({len(self._where)} tensors, e.g. {sorted(self._where)[:3]}). The names must "
+                f"be the state_dict names of the model given to to_onnx; a non-persistent "
+                f"buffer (e.g. rotary inv_freq) must be built on CPU, not on 'meta'."
+            )
+        # opened per tensor: the file's mapping is released with each tensor
+        with safe_open(path, framework="pt") as f:
+            tensor = f.get_tensor(name)
+        if tuple(tensor.shape) != tuple(like.shape) or tensor.dtype != like.dtype:
+            raise OutputFileError(
+                f"Weight {name!r} in {path!r} is {tensor.dtype} {tuple(tensor.shape)}, the "
+                f"model expects {like.dtype} {tuple(like.shape)}."
+            )
+        return tensor
+
+    def payload(self, name: str, value) -> memoryview:
+        """Bytes of an initializer: read from the files for a 'meta' tensor."""
+        if not _constants.has_data(value):
+            value = self.load(name, value)
+        return _serialize.tensor_bytes(value)
