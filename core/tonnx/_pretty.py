@@ -81,8 +81,8 @@ def _initializer(t) -> str:
         return f"{text} (external data)"
     if n <= SMALL_CONSTANT:
         try:
-            values = onnx.numpy_helper.to_array(t).reshape(-1).tolist()
-            text += f" = {values if t.dims else values[0]}"
+            values = [_short(v) for v in onnx.numpy_helper.to_array(t).reshape(-1).tolist()]
+            text += f" = [{', '.join(values)}]" if t.dims else f" = {values[0]}"
         except Exception:  # exotic dtypes numpy cannot show: the shape is enough
             pass
     return text
@@ -108,6 +108,10 @@ def _node(n) -> str:
     text += f"; {attrs})" if attrs else ")"
     converter = next((p.value for p in n.metadata_props if p.key == "pkg.tonnx.converter"), "")
     return f"{text}  # {converter}" if converter else text
+
+
+def _short(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _one_line(text: str, width: int) -> str:

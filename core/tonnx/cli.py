@@ -1,43 +1,12 @@
-"""The ``tonnx`` command: ``demo``, ``packs``, ``explain``."""
+"""The ``tonnx`` command: ``export``, ``demo``, ``show``, ``packs``, ``explain``, ``--version``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 
+from ._cli import add_commands
 from ._export import DEFAULT_OPSET
-
-
-def _demo(args) -> int:
-    import numpy as np
-    import torch
-
-    import tonnx
-    from tonnx.testing import run_onnxruntime
-
-    class Neuron(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = torch.nn.Linear(3, 1)
-
-        def forward(self, x):
-            return torch.sigmoid(self.linear(x))
-
-    torch.manual_seed(0)
-    model, x = Neuron().eval(), torch.rand(5, 3)
-    begin = time.perf_counter()
-    onx = tonnx.to_onnx(model, (x,), dynamic_shapes=({0: "batch"},), filename=args.output)
-    elapsed = time.perf_counter() - begin
-    import onnx
-
-    print(onnx.printer.to_text(onx.graph))
-    other = torch.rand(11, 3)
-    got = run_onnxruntime(onx, [other])[0]
-    diff = float(np.abs(got - model(other).detach().numpy()).max())
-    print(f"exported in {elapsed * 1000:.1f} ms to {args.output}; "
-          f"onnxruntime vs torch at batch 11: max abs diff {diff:.2e}")
-    return 0 if diff < 1e-5 else 1
 
 
 def _packs(args) -> int:
@@ -100,9 +69,7 @@ def _key_of(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tonnx", description="Fast PyTorch to ONNX export.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="export a small model and check it in onnxruntime")
-    demo.add_argument("-o", "--output", default="tonnx_demo.onnx")
-    demo.set_defaults(run=_demo)
+    add_commands(parser, sub)  # export, demo, show, --version (tonnx._cli)
     packs = sub.add_parser("packs", help="list installed converter packs")
     packs.set_defaults(run=_packs)
     explain = sub.add_parser("explain", help="show the converters of an op and the winner")
