@@ -19,6 +19,7 @@ from ._converter_helpers import (
     unused_output,
 )
 from ._errors import UnsupportedError
+from ._graph_converter import convert_graph
 from .builder._dtypes import numpy_dtype, onnx_type_from_numpy, onnx_type_from_torch, torch_dtype
 from .builder._rewrites import RewriteContext, RewriteRule
 from .dispatch import Converter
@@ -29,6 +30,7 @@ __all__ = [
     "RewriteRule",
     "UnsupportedError",
     "cast",
+    "convert_graph",
     "is_float",
     "numpy_dtype",
     "onnx_type_from_numpy",

@@ -61,6 +61,7 @@ def test_converter_authoring_surface():
             "RewriteRule",
             "UnsupportedError",
             "cast",
+            "convert_graph",
             "is_float",
             "numpy_dtype",
             "onnx_type_from_numpy",

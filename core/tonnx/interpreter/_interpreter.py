@@ -54,6 +54,10 @@ class Interpreter:
         self._keys: dict[Any, str] = {}
         self._labels: dict[Any, str] = {}
         self._written: dict[Any, tuple[int, ...]] = {}
+        #: one export's memo for graph converters (``expand``), e.g. traced decompositions
+        self.cache: dict[Any, Any] = {}
+        self._expansions: dict[Any, Any] = {}
+        self._expanding = ""  # the node whose graph converter's graph is being converted
 
     # -- planning ------------------------------------------------------------------------------
 
@@ -88,6 +92,49 @@ class Interpreter:
                 missing[key] += 1
             else:
                 self.plan[node] = cand
+                if hasattr(cand.converter.function, "expand"):
+                    self._plan_expansion(node, cand, missing)
+
+    def _plan_expansion(self, node, cand, missing: Counter) -> None:
+        """Plans the FX graph a graph converter lowers ``node`` into, with the other nodes.
+
+        A converter whose function has ``expand(args, kwargs, cache)`` (arguments as
+        torch's meta values) converts by emitting that graph (``convert_graph``); planning
+        it here reports the ops it reaches without converter with every other missing op.
+        """
+        args, kwargs = _meta_values(node.args), _meta_values(node.kwargs)
+        try:
+            sub = cand.converter.function.expand(args, kwargs, self.cache)
+        except Exception as e:
+            raise self._failure(node, cand, e) from e
+        first = not any(s is sub for s in self._expansions.values())
+        self._expansions[node] = sub
+        if first:
+            self._plan_graph(sub, missing)
+
+    def convert_graph(self, node) -> str | tuple[str, ...]:
+        """Converts the graph planned for ``node`` in its place; returns its result names.
+
+        Its placeholders are bound to the node's FX arguments in pytree leaf order.
+        """
+        import torch.utils._pytree as pytree
+
+        sub = self._expansions[node]
+        leaves = [a for a in pytree.tree_leaves((node.args, node.kwargs)) if isinstance(a, Node)]
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        for p, a in zip(placeholders, leaves):
+            self.env[p] = self.env[a]
+        g = self.g
+        saved = g.node_prefix, g.current_metadata, self._expanding
+        self._expanding = g.current_metadata.get("pkg.tonnx.fx_node", node.name)
+        try:
+            results = self._run_graph(sub)
+        finally:
+            g.node_prefix, g.current_metadata, self._expanding = saved
+        mapped = self._map(results)
+        if isinstance(mapped, (list, tuple)):
+            return tuple("" if r is None else r for r in mapped)
+        return mapped
 
     def _subgraphs(self, gm, node) -> list:
         return [getattr(gm, a.target) for a in node.args if getattr(a, "op", None) == "get_attr"]
@@ -141,6 +188,8 @@ class Interpreter:
         g.current_metadata = self._metadata(node, cand)
         g.debug_context["fx node"] = node
         g.debug_context["position"] = position
+        if node in self._expansions:
+            info._convert_graph = lambda: self.convert_graph(node)
         try:
             result = cand.converter.function(g, info, outputs, *args, **kwargs)
         except Exception as e:
@@ -243,6 +292,8 @@ class Interpreter:
             "pkg.tonnx.fx_node": f"{node.name}: {self._key(node.target)}",
             "pkg.tonnx.converter": label,
         }
+        if self._expanding:
+            metadata["pkg.tonnx.expanded_from"] = self._expanding
         trace = meta.get("stack_trace")
         if trace:
             metadata["pkg.tonnx.stack_trace"] = trace
@@ -403,3 +454,14 @@ class Interpreter:
                 g.make_tensor_output(name, info.dtypes[0], info.shapes[0])
             else:
                 g.make_tensor_output(name, g.get_type(name), g.get_shape(name))
+
+
+def _meta_values(arg):
+    """``arg`` with each FX node replaced by torch's value of it (FakeTensor, SymInt)."""
+    if isinstance(arg, Node):
+        return arg.meta.get("val")
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_meta_values(a) for a in arg)
+    if isinstance(arg, dict):
+        return {k: _meta_values(v) for k, v in arg.items()}
+    return arg

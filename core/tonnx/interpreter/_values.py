@@ -14,12 +14,13 @@ class ResultInfo:
     ``node`` is the FX node, for converters that need their inputs' meta values.
     """
 
-    __slots__ = ("node", "dtypes", "shapes")
+    __slots__ = ("node", "dtypes", "shapes", "_convert_graph")
 
     def __init__(self, node, dtypes: tuple, shapes: tuple):
         self.node = node
         self.dtypes = dtypes
         self.shapes = shapes
+        self._convert_graph = None  # set by the interpreter for a graph converter (expand)
 
     @property
     def dtype(self) -> int | None:
