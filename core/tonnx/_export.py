@@ -169,8 +169,16 @@ def convert_program(
         f"{n} {manager.versions.get(n, '')}".strip() for n in registry.packs if registry.packs[n]
     )
     if interpreter.fallback_ops:
-        g.metadata_props["pkg.tonnx.fallback_ops"] = ", ".join(
-            f"{k} x{v}" for k, v in sorted(interpreter.fallback_ops.items())
+        import warnings
+
+        summary = ", ".join(f"{k} x{v}" for k, v in sorted(interpreter.fallback_ops.items()))
+        g.metadata_props["pkg.tonnx.fallback_ops"] = summary
+        # one warning per export: what a fallback pack converted is never silent
+        warnings.warn(
+            f"tonnx: {len(interpreter.fallback_ops)} op(s) converted by a fallback pack "
+            f"(listed in the model's pkg.tonnx.fallback_ops metadata): {summary}",
+            UserWarning,
+            stacklevel=2,
         )
     g.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(
         ep.range_constraints
