@@ -219,6 +219,7 @@ def _apply_pack_rewrites(g, registry, config) -> None:
         return
     fired = apply_rewrites(g, rules)
     if fired:
+        g.remove_identity_nodes()  # rules alias a result through Identity
         g.eliminate_common_subexpressions()
         g.remove_unused()
         g.metadata_props["pkg.tonnx.rewrites"] = ", ".join(f"{k} x{v}" for k, v in sorted(fired.items()))
