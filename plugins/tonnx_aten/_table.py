@@ -17,6 +17,7 @@ FAMILIES = (
     "normalization",
     "attention",
     "recurrent",
+    "decompositions",  # priority 50: only where no direct converter applies
 )
 
 
