@@ -1,0 +1,132 @@
+"""TorchlibConverter: one torchlib function used as a tonnx converter.
+
+An instance is the ``function`` of a ``tonnx.Converter``: the interpreter calls it with
+``(g, sts, outputs, *args, **kwargs)`` like any converter. It turns tonnx's arguments into
+what torchlib expects (``onnx_ir.Value`` for tensors, ONNX dtype ints for torch dtypes, as
+torch.onnx passes them), runs the torchlib function on a fresh tape bound to ``g`` and
+returns the names of its results; the interpreter then sets their types from torch's meta
+and checks them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from onnxscript import values
+
+from tonnx import ConversionError, TonnxError, UnsupportedError
+from tonnx.converters import onnx_type_from_torch
+
+from ._rebind import Rebinder
+from ._tape import Tape
+
+
+class TorchlibConverter:
+    """Converts the op ``key`` with ``function`` (a torchlib OnnxFunction or traced function)."""
+
+    def __init__(self, key: str, function: Any):
+        self.key = key
+        self.function = function
+        # what tonnx's metadata and `tonnx explain` show: the torchlib function itself
+        self.__module__ = getattr(function, "__module__", "onnxscript")
+        self.__qualname__ = getattr(function, "__name__", repr(function))
+        self.__doc__ = getattr(function, "__doc__", None)
+
+    def __repr__(self) -> str:
+        return f"TorchlibConverter({self.key!r}, {self.__module__}.{self.__qualname__})"
+
+    def __call__(self, g, sts, outputs, *args, **kwargs):
+        _check_real(self.key, g, sts, args, kwargs)
+        tape = Tape(g, prefix=g.node_prefix)
+        strings = _string_parameters(sts)
+        args = [a if i in strings else _argument(tape, a) for i, a in enumerate(args)]
+        kwargs = {
+            k: (-1 if k == "dtype" and v is None else v if k in strings else _argument(tape, v))
+            for k, v in kwargs.items()
+        }
+        try:
+            if isinstance(self.function, values.OnnxFunction):
+                result = tape.call_function(self.function, args, kwargs)
+            else:
+                result = Rebinder(tape).rebind(self.function)(*args, **kwargs)
+        except TonnxError as e:
+            if isinstance(e, UnsupportedError):
+                raise UnsupportedError(f"{self._name()}: {e}") from e
+            raise
+        except Exception as e:
+            raise ConversionError(
+                f"onnxscript's torchlib function {self._name()} failed to convert {self.key}: "
+                f"{type(e).__name__}: {e}"
+            ) from e
+        return _results(tape, result, len(outputs), self._name())
+
+    def _name(self) -> str:
+        return f"{self.__module__}.{self.__qualname__}"
+
+
+_COMPLEX = frozenset({14, 15})  # ONNX COMPLEX64, COMPLEX128
+
+
+def _check_real(key: str, g, sts, args, kwargs) -> None:
+    strings = _string_parameters(sts)
+    names = [a for i, a in enumerate(args) if type(a) is str and i not in strings]
+    names += [v for k, v in kwargs.items() if type(v) is str and k not in strings]
+    if any(d in _COMPLEX for d in sts.dtypes) or any(g.get_type(n) in _COMPLEX for n in names):
+        raise UnsupportedError(
+            f"{key} on complex tensors: the onnxscript fallback converts real-valued ops only."
+        )
+
+
+def _string_parameters(sts) -> frozenset:
+    """Positions and names of the op's ``str`` parameters (``approximate="tanh"``): kept as
+    python strings, where every other ``str`` argument is the name of a tonnx result."""
+    schema = getattr(sts, "schema", None)
+    if schema is None and getattr(sts, "node", None) is not None:
+        schema = getattr(sts.node.target, "_schema", None)
+    if schema is None:
+        return frozenset()
+    found = set()
+    for i, arg in enumerate(schema.arguments):
+        kind = arg.type
+        inner = kind.getElementType() if isinstance(kind, torch.OptionalType) else kind
+        if isinstance(inner, torch.StringType):
+            found.update((i, arg.name))
+    return frozenset(found)
+
+
+def _argument(tape: Tape, arg):
+    """A tonnx argument as torch.onnx hands it to torchlib."""
+    if type(arg) is str:
+        return tape.value(arg)
+    if isinstance(arg, (list, tuple)):
+        return [_argument(tape, a) for a in arg]
+    if isinstance(arg, torch.dtype):
+        return onnx_type_from_torch(arg)
+    if isinstance(arg, (torch.device, torch.memory_format, torch.layout)):
+        return str(arg)
+    return arg
+
+
+def _results(tape: Tape, result, count: int, name: str) -> tuple[str, ...] | str:
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    names = []
+    for item in items:
+        if isinstance(item, ir.Value):
+            names.append(item.name)
+        elif isinstance(item, (bool, int, float)):
+            names.append(tape.constant(item, _python_dtype(item)).name)
+        else:
+            raise ConversionError(f"torchlib function {name} returned {item!r}, not a tensor.")
+    if len(names) != count:
+        raise ConversionError(
+            f"torchlib function {name} returned {len(names)} result(s), the op has {count}."
+        )
+    return names[0] if count == 1 else tuple(names)
+
+
+def _python_dtype(value) -> ir.DataType:
+    if isinstance(value, bool):
+        return ir.DataType.BOOL
+    return ir.DataType.INT64 if isinstance(value, int) else ir.DataType.FLOAT
