@@ -47,10 +47,18 @@ class Converter:
         return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
+#: Namespaces of torch ops whose dotted spelling (``aten.add.Tensor``) is accepted too.
+TORCH_NAMESPACES = ("aten", "prims")
+
+
 def target_key(target: Any) -> str:
-    """The key string of an op: ``aten::add.Tensor``, ``aten::add``, ``_operator.mul``."""
+    """The key string of an op: ``aten::add.Tensor``, ``aten::add``, ``_operator.mul``.
+
+    The spellings people type name the same key: ``aten.add.Tensor``,
+    ``torch.ops.aten.add.Tensor`` and ``aten::add.Tensor``.
+    """
     if isinstance(target, str):
-        return target
+        return normalize_key(target)
     overload = getattr(target, "_overloadname", None)
     schema = getattr(target, "_schema", None)
     if overload is not None and schema is not None:
@@ -73,3 +81,37 @@ def packet_key(key: str) -> str | None:
 
 def is_packet_key(key: str) -> bool:
     return "::" in key and "." not in key.partition("::")[2]
+
+
+def normalize_key(text: str) -> str:
+    """``torch.ops.ns.op.overload`` / ``aten.op.overload`` -> ``ns::op.overload``."""
+    text = text.strip()
+    if "::" in text:
+        return text
+    if text.startswith("torch.ops."):
+        ns, _, rest = text[len("torch.ops."):].partition(".")
+        return f"{ns}::{rest}" if rest else text
+    ns, _, rest = text.partition(".")
+    if ns in TORCH_NAMESPACES and rest:
+        return f"{ns}::{rest}"
+    return text
+
+
+def check_op_key(key: str) -> str | None:
+    """Why ``key`` names no registered torch op (None when it does, or is not an op key).
+
+    A typo in an in-house converter's key would otherwise leave it silently unused.
+    """
+    if "::" not in key:
+        return None
+    import torch
+
+    ns, _, rest = key.partition("::")
+    name, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, ns, None), name, None) if name else None
+    if packet is None:
+        return f"torch.ops.{ns}.{name} does not exist"
+    if overload and overload not in packet.overloads():
+        names = ", ".join(sorted(packet.overloads())[:8])
+        return f"{ns}::{name} has no overload {overload!r} (it has: {names})"
+    return None

@@ -10,9 +10,9 @@ from typing import Any
 
 import pluggy
 
-from .._errors import ConverterNotFoundError, PackLoadError
+from .._errors import ConverterNotFoundError, PackLoadError, TonnxError
 from . import _config, _hookspecs
-from ._converter import Converter, packet_key, target_key
+from ._converter import Converter, check_op_key, packet_key, target_key
 from ._dispatcher import DEFAULT_DISPATCHER, Dispatcher
 from ._pack import PackSpec
 from ._registry import INHOUSE_PACK, INHOUSE_PRIORITY, Candidate, Registry
@@ -221,6 +221,13 @@ class PackManager:
                         Candidate(prio, not conv.is_packet, name, conv, spec.fallback, position)
                     )
         for conv in dispatcher.converters:
+            problem = check_op_key(conv.key)
+            if problem:
+                raise TonnxError(
+                    f"Dispatcher converter {conv.qualified_name} is registered for "
+                    f"{conv.key!r}, but {problem}: it would never be used. Spell the op as "
+                    f"'aten::relu.default', 'aten.relu.default' or torch.ops.aten.relu.default."
+                )
             if conv.opsets[0] <= opset <= conv.opsets[1]:
                 candidates.append(Candidate(INHOUSE_PRIORITY, not conv.is_packet, INHOUSE_PACK, conv))
         packs[INHOUSE_PACK] = None
