@@ -51,7 +51,8 @@ class RewriteContext:
         self._producer = {o: n for n in g.nodes for o in n.outputs if o}
         self._readers = Counter(_all_reads(g))
         self._readers.update(g.outputs)
-        self._dead: set[int] = set()
+        #: id -> node of the nodes removed (the node is kept so that its id is not reused)
+        self._dead: dict[int, Node] = {}
         #: nodes already swept (final order) and their positions
         self._swept: list[Node] = []
         self._position: dict[int, int] = {}
@@ -114,7 +115,7 @@ class RewriteContext:
         for node in self._swept[pos + 1 :]:
             if id(node) not in self._dead and outs.intersection(node.inputs):
                 return False
-        self._dead.add(id(old))
+        self._dead[id(old)] = old
         self._release(old.inputs)
         return True
 
@@ -126,7 +127,7 @@ class RewriteContext:
                 if o:
                     self._producer[o] = node
             self._readers.update(node.inputs)
-        self._dead.add(id(old))
+        self._dead[id(old)] = old
         self._release(old.inputs)
 
     def _release(self, names: Sequence[str]) -> None:
@@ -141,7 +142,7 @@ class RewriteContext:
             if node is None or id(node) in self._dead or node.subgraphs():
                 continue
             if all(self._readers[o] <= 0 for o in node.outputs if o):
-                self._dead.add(id(node))
+                self._dead[id(node)] = node
                 stack.extend(node.inputs)
 
 
