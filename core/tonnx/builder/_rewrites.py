@@ -49,6 +49,10 @@ class RewriteContext:
         #: the GraphBuilder: types, shapes, constants, ``make_initializer``
         self.g = g
         self._producer = {o: n for n in g.nodes for o in n.outputs if o}
+        # optimize() removed unused constants: small ones must not be shared by name again
+        small = g._small_constants
+        for key in [k for k, name in small.items() if name not in g.constants]:
+            del small[key]
         self._readers = Counter(_all_reads(g))
         self._readers.update(g.outputs)
         #: id -> node of the nodes removed (the node is kept so that its id is not reused)
