@@ -13,6 +13,7 @@ def test_public_names():
         [
             "__version__",
             "to_onnx",
+            "pretty",
             "GraphBuilder",
             "Converter",
             "Dispatcher",

@@ -119,7 +119,7 @@ def _summary(output: str, onx, record) -> str:
 def _verify(args, target, onx) -> int:
     from ._verify import verify
 
-    checks = verify(onx, target.model, target.args, target.kwargs, atol=args.atol, rtol=args.rtol)
+    checks = verify(args.output, target.model, target.args, target.kwargs, atol=args.atol, rtol=args.rtol)
     ok = all(c.ok for c in checks)
     print(f"verify (onnxruntime vs torch, atol={args.atol:g}, rtol={args.rtol:g}): "
           f"{'ok' if ok else 'FAILED'}")

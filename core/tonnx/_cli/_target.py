@@ -68,6 +68,9 @@ def _import(where: str):
         if folder not in sys.path:
             sys.path.insert(0, folder)
         module_name = os.path.splitext(os.path.basename(path))[0]
+        loaded = sys.modules.get(module_name)
+        if loaded is not None and os.path.abspath(getattr(loaded, "__file__", "") or "") == path:
+            return loaded
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
