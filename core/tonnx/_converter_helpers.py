@@ -36,10 +36,12 @@ def is_float(elem_type: int) -> bool:
 
 
 def shape_tensor(g, dims) -> str:
-    """A 1-D int64 tensor from a list of ints and SymInt results (0-d int64 names).
+    """A 1-D int64 tensor from ints and dynamic sizes, so dynamic shapes stay dynamic.
 
-    Static lists become one constant; dynamic ones a Concat of constant runs and the
-    unsqueezed symbolic sizes, so dynamic shapes stay dynamic.
+    A dynamic entry is a result name: a 0-d integer (a SymInt argument, ``sym_size``) or a
+    1-D int64 tensor of one element (a ``Shape`` slice, see ``shape_of``; a name of unknown
+    shape is taken as 1-D). Static runs
+    become constants and everything is concatenated once.
     """
     if all(type(d) is int for d in dims):
         return g.make_initializer("", np.array(dims, dtype=np.int64))
@@ -51,10 +53,22 @@ def shape_tensor(g, dims) -> str:
         if run:
             pieces.append(g.make_initializer("", np.array(run, dtype=np.int64)))
             run = []
-        pieces.append(g.op.Unsqueeze(cast(g, d, TensorProto.INT64), np.array([0], dtype=np.int64)))
+        d = cast(g, d, TensorProto.INT64)
+        if g.get_shape(d) == ():  # a 0-d size; sizes computed by nodes are 1-D
+            d = g.op.Unsqueeze(d, np.array([0], dtype=np.int64))
+        pieces.append(d)
     if run:
         pieces.append(g.make_initializer("", np.array(run, dtype=np.int64)))
     return pieces[0] if len(pieces) == 1 else g.op.Concat(*pieces, axis=0)
+
+
+def shape_of(g, x: str, start: int = 0, end: int | None = None) -> str:
+    """1-D int64 tensor of ``x``'s dimensions ``start:end``: a constant when they are static."""
+    dims = g.get_shape(x)[start:end]
+    if all(type(d) is int for d in dims):
+        return g.make_initializer("", np.array(dims, dtype=np.int64))
+    kwargs = {"start": start} if end is None else {"start": start, "end": end}
+    return g.op.Shape(x, **kwargs)
 
 
 def opmath_type(elem_type: int) -> int:
@@ -86,19 +100,10 @@ def op_accepts(g, op_type: str, elem_type: int) -> bool:
 def output_used(sts, outputs, i: int) -> bool:
     """True when output ``i`` of a multi-output op is read by the graph.
 
-    torch.export leaves ``getitem`` nodes without users (the indices of a max pooling
-    whose caller dropped them): the interpreter names them, but nothing reads them.
+    The interpreter names an output ``""`` when nothing reads it (``sts.outputs_used``),
+    including the ``getitem`` nodes without users torch.export leaves behind.
     """
-    import operator
-
-    if not outputs[i]:
-        return False
-    for user in sts.node.users:
-        if user.target is not operator.getitem:
-            return True  # the whole tuple is used
-        if user.args[1] == i and user.users:
-            return True
-    return False
+    return bool(outputs[i])
 
 
 def unused_output(g, elem_type: int) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, numpy_dtype
+from tonnx.converters import cast, numpy_dtype, shape_of
 
 #: Element types computed in float32, as torch's CPU kernels do.
 _UPCAST = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -32,21 +32,12 @@ def _cast_keeping_shape(g, x: str, elem: int) -> str:
     return y
 
 
-def _dims(g, x: str, start: int, end: int | None = None) -> str:
-    """1-D int64 tensor of ``x``'s dimensions ``start:end``; constant when static."""
-    dims = g.get_shape(x)[start:end]
-    if all(type(d) is int for d in dims):
-        return g.make_initializer("", np.array(dims, dtype=np.int64))
-    kwargs = {"start": start} if end is None else {"start": start, "end": end}
-    return g.op.Shape(x, **kwargs)
-
-
 def _dim(g, x: str, axis: int):
     """Dimension ``axis`` of ``x``: an int when static, else a 0-d int64 result."""
     d = g.get_shape(x)[axis]
     if type(d) is int:
         return d
-    return g.op.Squeeze(_dims(g, x, axis, axis + 1 if axis != -1 else None), [0])
+    return g.op.Squeeze(shape_of(g, x, axis, axis + 1 if axis != -1 else None), [0])
 
 
 # -- the decomposition ----------------------------------------------------------------------
@@ -71,11 +62,11 @@ def _repeat_heads(g, query: str, kv: str) -> str:
     if type(hq) is int and type(hkv) is int:
         reps = np.array([hq // hkv], dtype=np.int64)
     else:
-        reps = g.op.Div(_dims(g, query, -3, -2), _dims(g, kv, -3, -2))
+        reps = g.op.Div(shape_of(g, query, -3, -2), shape_of(g, kv, -3, -2))
     ones = np.ones(rank - 2, dtype=np.int64)
     expand = g.op.Concat(ones, reps, np.ones(2, dtype=np.int64), axis=0)
     wide = g.op.Expand(g.op.Unsqueeze(kv, [-3]), expand)
-    shape = g.op.Concat(_dims(g, kv, 0, -3), _dims(g, query, -3, -2), _dims(g, kv, -2), axis=0)
+    shape = g.op.Concat(shape_of(g, kv, 0, -3), shape_of(g, query, -3, -2), shape_of(g, kv, -2), axis=0)
     return g.op.Reshape(wide, shape)
 
 
@@ -86,7 +77,7 @@ def _scaled_query(g, query: str, scale, elem: int) -> str:
     e = g.get_shape(query)[-1]
     if type(e) is int:
         return g.op.Mul(query, np.array(1.0 / np.sqrt(e), dtype=numpy_dtype(elem)))
-    return g.op.Div(query, g.op.Sqrt(g.op.Cast(_dims(g, query, -1), to=elem)))
+    return g.op.Div(query, g.op.Sqrt(g.op.Cast(shape_of(g, query, -1), to=elem)))
 
 
 def _transposed(g, key: str, rank: int) -> str:
@@ -214,7 +205,7 @@ def _attention_mask(g, mask: str, query: str, key: str) -> str:
     if _same(last[0], length) and _same(last[1], size):
         return mask
     ones = np.ones(rank - 2, dtype=np.int64)
-    target = g.op.Concat(ones, _dims(g, query, -2, -1), _dims(g, key, -2, -1), axis=0)
+    target = g.op.Concat(ones, shape_of(g, query, -2, -1), shape_of(g, key, -2, -1), axis=0)
     return g.op.Expand(mask, target)
 
 

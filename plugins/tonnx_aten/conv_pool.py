@@ -51,9 +51,9 @@ def _emit(g, results, outputs, unbatched: bool) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _spatial_rank(node) -> int:
+def _spatial_rank(sts) -> int:
     """1, 2 or 3: the digit in the op's name (max_pool2d, avg_pool3d, upsample_nearest1d)."""
-    name = node.target._schema.name
+    name = sts.op_name
     for digit in "123":
         if f"{digit}d" in name:
             return int(digit)
@@ -262,7 +262,7 @@ def _max_pool_args(kernel_size, stride, padding, dilation, ceil_mode, n: int) ->
 # aten::max_pool1d.default, aten::max_pool2d.default, aten::max_pool3d.default
 def aten_max_pool(g, sts, outputs, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     attributes = _max_pool_args(kernel_size, stride, padding, dilation, ceil_mode, n)
     return _max_pool(g, outputs, self, n, attributes, None)
 
@@ -272,7 +272,7 @@ def aten_max_pool_with_indices(
     g, sts, outputs, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False
 ):
     "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     attributes = _max_pool_args(kernel_size, stride, padding, dilation, ceil_mode, n)
     return _max_pool(g, outputs, self, n, attributes, output_used(sts, outputs, 1))
 
@@ -334,7 +334,7 @@ def aten_avg_pool(
     divisor_override=None,
 ):
     "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     attributes = _pool_attributes(kernel_size, stride, padding, n, ceil_mode)
     attributes["count_include_pad"] = int(bool(count_include_pad))
     return _avg_pool(g, sts, outputs, self, n, attributes, divisor_override)
@@ -388,7 +388,7 @@ def _cast_out(g, x: str, elem: int, outputs) -> str:
 
 
 def _adaptive_avg(g, sts, outputs, self, output_size):
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     elem = g.get_type(self)
     if not is_float(elem):
         raise UnsupportedError(f"adaptive_avg_pool of {TensorProto.DataType.Name(elem)} tensors")
@@ -423,7 +423,7 @@ def aten_adaptive_avg_pool(g, sts, outputs, self, output_size):
 # aten::adaptive_max_pool1d.default, aten::adaptive_max_pool2d.default, ...3d
 def aten_adaptive_max_pool(g, sts, outputs, self, output_size):
     "adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     sizes, out = _adaptive_sizes(g, self, output_size, n)
     kernel = _adaptive_kernel(sizes, out)
     if kernel is not None:
@@ -544,7 +544,7 @@ def _nearest_indices_graph(g, x: str, axis: int, out, scale, exact: bool, shortc
 
 
 def _upsample_nearest(g, sts, outputs, x: str, output_size, scales, exact: bool) -> str:
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     sizes, out, scales = _upsample_axes(g, x, n, sts, output_size, scales)
     rank = g.get_rank(x)
     shortcuts = n == 2 and not exact
@@ -648,7 +648,7 @@ def _onnx_scales(sizes: list, out: list, scales: list) -> np.ndarray:
 
 def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners, mode: str):
     """Resize in linear or cubic mode, following torch's coordinates."""
-    n = _spatial_rank(sts.node)
+    n = _spatial_rank(sts)
     if not is_float(g.get_type(x)):
         raise UnsupportedError(f"{mode} upsampling of {TensorProto.DataType.Name(g.get_type(x))}")
     sizes, out, scales = _upsample_axes(g, x, n, sts, output_size, scales)

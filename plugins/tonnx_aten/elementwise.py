@@ -107,8 +107,7 @@ def _input_dtype(sts, count: int = 2) -> int:
     """Promoted dtype of an op's first ``count`` inputs (torch's rule, on the FX meta)."""
     from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-    values = [a.meta["val"] if hasattr(a, "meta") else a for a in sts.node.args[:count]]
-    values = [v for v in values if v is not None]
+    values = [v for v in sts.input_values[:count] if v is not None]
     _, dtype = elementwise_dtypes(
         *values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
     )
@@ -121,7 +120,7 @@ def _computed(g, sts, outputs, count: int, build, *args) -> str:
     That is the result dtype, except for in-place variants: ``x.add_(y)`` computes in the
     promoted dtype of its first ``count`` inputs and casts the result to self's dtype.
     """
-    if not sts.node.target._schema.is_mutable:
+    if not sts.inplace:
         return build(g, *args, sts.dtype, outputs)
     elem = _input_dtype(sts, count)
     if elem == sts.dtype:

@@ -175,8 +175,7 @@ def aten__native_batch_norm_legit(
     "_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
     # the graph keeps this in-place op only when the running stats are fresh intermediates
     # (the interpreter functionalizes the rest): their update matters if something reads them
-    node = sts.node
-    if training and any(set(node.args[i].users) - {node} for i in (3, 4)):
+    if training and any(sts.input_read_elsewhere(i) for i in (3, 4)):
         raise UnsupportedError(
             "_native_batch_norm_legit in training mode whose running statistics, updated in "
             "place, are read afterwards"
@@ -386,14 +385,14 @@ def _identity_dropout(p: float, train, what: str) -> None:
 # aten::dropout.default (and feature_dropout, alpha_dropout, feature_alpha_dropout, in place)
 def aten_dropout(g, sts, outputs, input, p, train):
     "dropout(Tensor input, float p, bool train) -> Tensor"
-    _identity_dropout(p, train, sts.node.target._schema.name)
+    _identity_dropout(p, train, sts.op_name)
     return g.op.Identity(input, outputs=outputs)
 
 
 # aten::dropout_.default (and the other in-place dropouts)
 def aten_dropout_(g, sts, outputs, self, p, train):
     "dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)"
-    _identity_dropout(p, train, sts.node.target._schema.name)
+    _identity_dropout(p, train, sts.op_name)
     return g.op.Identity(self, outputs=outputs)
 
 

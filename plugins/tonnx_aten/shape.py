@@ -2,8 +2,8 @@
 
 Sizes are handled as *entries*: a python int for a static size, or the name of a 1-D
 int64 tensor of one element (a ``Shape`` slice or a computed size) for a dynamic one;
-:func:`_entries_tensor` turns a list of entries into one shape tensor. SymInt arguments
-(0-d int64 results) go through ``tonnx.converters.shape_tensor``.
+``tonnx.converters.shape_tensor`` turns a list of entries (or SymInt arguments, 0-d int64
+results) into one shape tensor.
 """
 
 from __future__ import annotations
@@ -31,24 +31,6 @@ def _dim(g, x: str, axis: int):
     return d if type(d) is int else g.op.Shape(x, start=axis, end=axis + 1)
 
 
-def _entries_tensor(g, entries) -> str:
-    """One 1-D int64 tensor from ints and 1-D int64 names."""
-    if all(type(e) is int for e in entries):
-        return g.make_initializer("", _i64(entries))
-    pieces, run = [], []
-    for e in entries:
-        if type(e) is int:
-            run.append(e)
-            continue
-        if run:
-            pieces.append(g.make_initializer("", _i64(run)))
-            run = []
-        pieces.append(e)
-    if run:
-        pieces.append(g.make_initializer("", _i64(run)))
-    return pieces[0] if len(pieces) == 1 else g.op.Concat(*pieces, axis=0)
-
-
 def _scalar_entry(g, value):
     """A SymInt argument (int or 0-d int64 name) as an entry."""
     return value if type(value) is int else g.op.Unsqueeze(cast(g, value, TensorProto.INT64), _i64([0]))
@@ -57,7 +39,7 @@ def _scalar_entry(g, value):
 def _mul(g, a, k):
     if type(a) is int and type(k) is int:
         return a * k
-    return g.op.Mul(_entries_tensor(g, [a]), _entries_tensor(g, [k]))
+    return g.op.Mul(shape_tensor(g, [a]), shape_tensor(g, [k]))
 
 
 def _div(g, a, k: int):
@@ -68,7 +50,7 @@ def _div(g, a, k: int):
 def _sub(g, a, b):
     if type(a) is int and type(b) is int:
         return a - b
-    return g.op.Sub(_entries_tensor(g, [a]), _entries_tensor(g, [b]))
+    return g.op.Sub(shape_tensor(g, [a]), shape_tensor(g, [b]))
 
 
 # -- reshapes --------------------------------------------------------------------------------
@@ -109,7 +91,7 @@ def _meta_shape(g, x: str, out_shape) -> str | None:
             unknown += 1
     if unknown > 1 or (unknown and 0 in out_shape):
         return None
-    return _entries_tensor(g, entries)
+    return shape_tensor(g, entries)
 
 
 def _reshape(g, x: str, out_shape, fallback) -> str:
@@ -382,7 +364,7 @@ def _split(g, outputs, x: str, sizes, axis: int) -> tuple:
     if len(outputs) == 1:
         return (x,)
     names = [o or g.unique_name(f"{x}_split") for o in outputs]
-    pieces = g.make_node("Split", [x, _entries_tensor(g, sizes)], names, axis=axis)
+    pieces = g.make_node("Split", [x, shape_tensor(g, sizes)], names, axis=axis)
     return pieces if type(pieces) is tuple else (pieces,)
 
 
@@ -513,8 +495,8 @@ def aten_narrow(g, sts, outputs, self, dim, start, length):
     if type(begin) is int and type(length) is int:
         end = begin + length
     else:
-        end = g.op.Add(_entries_tensor(g, [begin]), _entries_tensor(g, [length]))
-    return g.op.Slice(self, _entries_tensor(g, [begin]), _entries_tensor(g, [end]), _i64([axis]))
+        end = g.op.Add(shape_tensor(g, [begin]), shape_tensor(g, [length]))
+    return g.op.Slice(self, shape_tensor(g, [begin]), shape_tensor(g, [end]), _i64([axis]))
 
 
 # aten::flip.default
@@ -535,8 +517,8 @@ def _roll(g, x: str, size, shift, axis: int) -> str:
             return x
         cut = _i64([size - shift % size])
     else:
-        size = _entries_tensor(g, [size])
-        cut = g.op.Sub(size, g.op.Mod(_entries_tensor(g, [_scalar_entry(g, shift)]), size, fmod=0))
+        size = shape_tensor(g, [size])
+        cut = g.op.Sub(size, g.op.Mod(shape_tensor(g, [_scalar_entry(g, shift)]), size, fmod=0))
     axes = _i64([axis])
     tail = g.op.Slice(x, cut, _i64([_INT64_MAX]), axes)
     head = g.op.Slice(x, _i64([0]), cut, axes)
@@ -680,10 +662,10 @@ def aten_pixel_shuffle(g, sts, outputs, self, upscale_factor):
         return g.op.DepthToSpace(self, blocksize=r, mode="CRD")
     *batch, c, h, w = _dims(g, self)
     nb = len(batch)
-    x = g.op.Reshape(self, _entries_tensor(g, [*batch, _div(g, c, r * r), r, r, h, w]), allowzero=1)
+    x = g.op.Reshape(self, shape_tensor(g, [*batch, _div(g, c, r * r), r, r, h, w]), allowzero=1)
     x = g.op.Transpose(x, perm=[*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2])
     shape = [*batch, _div(g, c, r * r), _mul(g, h, r), _mul(g, w, r)]
-    return g.op.Reshape(x, _entries_tensor(g, shape), allowzero=1)
+    return g.op.Reshape(x, shape_tensor(g, shape), allowzero=1)
 
 
 # aten::pixel_unshuffle.default
@@ -692,16 +674,16 @@ def aten_pixel_unshuffle(g, sts, outputs, self, downscale_factor):
     r = downscale_factor
     *batch, c, h, w = _dims(g, self)
     nb = len(batch)
-    x = g.op.Reshape(self, _entries_tensor(g, [*batch, c, _div(g, h, r), r, _div(g, w, r), r]), allowzero=1)
+    x = g.op.Reshape(self, shape_tensor(g, [*batch, c, _div(g, h, r), r, _div(g, w, r), r]), allowzero=1)
     x = g.op.Transpose(x, perm=[*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3])
     shape = [*batch, _mul(g, c, r * r), _div(g, h, r), _div(g, w, r)]
-    return g.op.Reshape(x, _entries_tensor(g, shape), allowzero=1)
+    return g.op.Reshape(x, shape_tensor(g, shape), allowzero=1)
 
 
 def _diagonal_length(g, n, m, row: int, col: int):
     if type(n) is int and type(m) is int:
         return max(0, min(n - row, m - col))
-    shorter = g.op.Min(_entries_tensor(g, [_sub(g, n, row)]), _entries_tensor(g, [_sub(g, m, col)]))
+    shorter = g.op.Min(shape_tensor(g, [_sub(g, n, row)]), shape_tensor(g, [_sub(g, m, col)]))
     return g.op.Max(shorter, _i64([0]))
 
 
@@ -715,10 +697,10 @@ def aten_diagonal(g, sts, outputs, self, offset=0, dim1=0, dim2=1):
     row, col = max(-offset, 0), max(offset, 0)
     length = _diagonal_length(g, _dim(g, self, d1), _dim(g, self, d2), row, col)
     # the L x L square holding the diagonal, flattened; its diagonal is every (L+1)-th item
-    begin, end = _entries_tensor(g, [row, col]), g.op.Add(_i64([row, col]), _entries_tensor(g, [length]))
+    begin, end = shape_tensor(g, [row, col]), g.op.Add(_i64([row, col]), shape_tensor(g, [length]))
     square = g.op.Slice(x, begin, end, _i64([-2, -1]))
     area = _mul(g, length, length)
-    flat = g.op.Reshape(square, _entries_tensor(g, [*(_dim(g, self, i) for i in others), area]), allowzero=1)
+    flat = g.op.Reshape(square, shape_tensor(g, [*(_dim(g, self, i) for i in others), area]), allowzero=1)
     if type(length) is int:
         index = _i64(np.arange(length) * (length + 1))
     else:
@@ -761,7 +743,7 @@ def _strided_index(size, stride, offset: int) -> np.ndarray:
 # aten::as_strided.default, aten::as_strided_copy.default
 def aten_as_strided(g, sts, outputs, self, size, stride, storage_offset=None):
     "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)"
-    val = sts.node.args[0].meta.get("val")
+    val = sts.input_values[0]
     offset = storage_offset or 0
     static = all(type(v) is int for v in (*size, *stride, offset, *g.get_shape(self)))
     if val is None or not static or not val.is_contiguous() or val.storage_offset() != 0:

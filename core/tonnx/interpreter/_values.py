@@ -6,20 +6,27 @@ from typing import Any
 
 from ..builder._dtypes import onnx_type_from_torch
 
+_UNSET = object()
+
 
 class ResultInfo:
-    """What torch.export knows of a node's results, passed to converters as ``sts``.
+    """What torch.export knows of an op call, passed to converters as ``sts``.
 
-    ``dtypes``/``shapes`` hold one entry per output (None for a non-tensor output);
-    ``node`` is the FX node, for converters that need their inputs' meta values.
+    ``dtypes``/``shapes`` hold one entry per output (None for a non-tensor output). The
+    other properties describe the call (inputs, schema, in-place flag, module path); they are
+    computed on first access, since most converters read none of them and one ResultInfo
+    is built per FX node. Converters read these, never the FX node itself.
     """
 
-    __slots__ = ("node", "dtypes", "shapes", "_convert_graph")
+    __slots__ = ("_node", "_namer", "dtypes", "shapes", "_values", "_schema", "_convert_graph")
 
-    def __init__(self, node, dtypes: tuple, shapes: tuple):
-        self.node = node
+    def __init__(self, node, dtypes: tuple, shapes: tuple, namer: ShapeNamer | None = None):
+        self._node = node
+        self._namer = namer
         self.dtypes = dtypes
         self.shapes = shapes
+        self._values = None
+        self._schema = _UNSET
         self._convert_graph = None  # set by the interpreter for a graph converter (expand)
 
     @property
@@ -30,8 +37,103 @@ class ResultInfo:
     def shape(self) -> tuple | None:
         return self.shapes[0] if self.shapes else None
 
+    # -- inputs ---------------------------------------------------------------------------
+
+    @property
+    def input_values(self) -> tuple:
+        """torch's value of each positional argument: a FakeTensor, SymInt or a constant.
+
+        For what ONNX types cannot say: ``torch.result_type`` between a tensor and a python
+        scalar, a tensor's strides or storage offset.
+        """
+        if self._values is None:
+            self._values = tuple(_meta_value(a) for a in self._node.args)
+        return self._values
+
+    @property
+    def input_dtypes(self) -> tuple:
+        """ONNX element type of each positional argument, None for a non-tensor one."""
+        return tuple(
+            onnx_type_from_torch(v.dtype) if hasattr(v, "dtype") else None
+            for v in self.input_values
+        )
+
+    @property
+    def input_shapes(self) -> tuple:
+        """Shape of each positional tensor argument (ints and dimension names), else None."""
+        namer = self._namer or ShapeNamer()
+        return tuple(namer.shape(v.shape) if hasattr(v, "shape") else None for v in self.input_values)
+
+    def input_read_elsewhere(self, i: int) -> bool:
+        """True when positional argument ``i`` is a graph value also read by another node.
+
+        An in-place op's update of an input matters only when something else reads it.
+        """
+        arg = self._node.args[i]
+        users = getattr(arg, "users", None)
+        return bool(users) and any(u is not self._node for u in users)
+
+    # -- outputs --------------------------------------------------------------------------
+
+    @property
+    def outputs_used(self) -> tuple:
+        """One bool per output: False when nothing in the graph reads it.
+
+        torch.export leaves ``getitem`` nodes without users (the indices of a max pooling
+        whose caller dropped them); the interpreter names such an output ``""`` too.
+        """
+        import operator
+
+        n = max(len(self.dtypes), 1)
+        used = [False] * n
+        for user in self._node.users:
+            if user.target is not operator.getitem:
+                return (True,) * n  # the whole tuple is used
+            if type(user.args[1]) is int and user.users and user.args[1] < n:
+                used[user.args[1]] = True
+        return tuple(used)
+
+    # -- the op ---------------------------------------------------------------------------
+
+    @property
+    def schema(self):
+        """The op's ``torch.FunctionSchema`` (None for a python function such as getitem)."""
+        if self._schema is _UNSET:
+            self._schema = getattr(self._node.target, "_schema", None)
+        return self._schema
+
+    @property
+    def op_name(self) -> str:
+        """``aten::max_pool2d``: the schema name, or the target's name without a schema."""
+        schema = self.schema
+        if schema is not None:
+            return schema.name
+        return getattr(self._node.target, "__name__", str(self._node.target))
+
+    @property
+    def inplace(self) -> bool:
+        """True when the op writes into one of its inputs (``add_``, ``batch_norm`` stats)."""
+        schema = self.schema
+        return bool(schema is not None and schema.is_mutable)
+
+    @property
+    def module_path(self) -> str:
+        """Path of the innermost ``nn.Module`` that made the call (``layers.0.mlp``), or ''."""
+        stack = self._node.meta.get("nn_module_stack")
+        if not stack:
+            return ""
+        path, _cls = next(reversed(stack.values()))
+        return path
+
     def __repr__(self) -> str:
-        return f"ResultInfo({getattr(self.node, 'name', None)!r}, {self.dtypes}, {self.shapes})"
+        return f"ResultInfo({getattr(self._node, 'name', None)!r}, {self.dtypes}, {self.shapes})"
+
+
+def _meta_value(arg):
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_meta_value(a) for a in arg)
+    meta = getattr(arg, "meta", None)
+    return arg if meta is None else meta.get("val")
 
 
 class ShapeNamer:
@@ -75,12 +177,12 @@ class ShapeNamer:
     def info(self, node) -> ResultInfo:
         val = node.meta.get("val")
         if val is None:
-            return ResultInfo(node, (), ())
+            return ResultInfo(node, (), (), self)
         if isinstance(val, (tuple, list)):
             pairs = [self._type_shape(v) for v in val]
-            return ResultInfo(node, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+            return ResultInfo(node, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), self)
         elem, shape = self._type_shape(val)
-        return ResultInfo(node, (elem,), (shape,))
+        return ResultInfo(node, (elem,), (shape,), self)
 
     def _type_shape(self, val) -> tuple:
         dtype = getattr(val, "dtype", None)
