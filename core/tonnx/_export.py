@@ -8,6 +8,7 @@ from typing import Any
 
 from . import _report
 from ._errors import ExportFailedError, OutputFileError, TonnxError
+from ._patches import export_patches
 
 #: Models whose initializers exceed this are written with external data when saved.
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
@@ -15,6 +16,9 @@ EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
 
 #: torch.onnx.export's default opset, so a model exported by either has the same ops.
 DEFAULT_OPSET = 20
+
+#: Where tonnx.export_program keeps the user's dimension names on the program it returns.
+DIM_NAMES = "pkg.tonnx.dim_names"
 
 
 def to_onnx(
@@ -28,6 +32,7 @@ def to_onnx(
     target_opset: int | dict[str, int] = DEFAULT_OPSET,
     dispatcher: Any = None,
     optimize: bool = True,
+    validate: bool = True,
     filename: str | os.PathLike | None = None,
     external_data: bool | None = None,
     weights: Any = None,
@@ -43,6 +48,8 @@ def to_onnx(
     - ``dispatcher``: a :class:`tonnx.Dispatcher` with in-house converters, fallback packs
       or pack switches; the default one uses the installed packs and has no fallback.
     - ``optimize``: run the builder's passes (identity removal, folding, dead code).
+    - ``validate``: check the converted graph against ONNX's schemas and torch's ranks and
+      dtypes before returning it (a ``ConverterOutputError`` names the converter at fault).
     - ``filename``: also write the model there, atomically; with ``external_data`` (default:
       when weights exceed 2 GB) large initializers go to ``<filename>.data`` (or
       ``<filename>.1.data``: the name alternates when overwriting, so a crash never pairs
@@ -66,7 +73,7 @@ def to_onnx(
         raise OutputFileError("weights= streams weights into a file: pass filename= too.")
     opsets = _opsets(target_opset)
     record = _report.ExportRecord() if report is not None else None
-    with _report.recording(record, os.fspath(report) if report is not None else None):
+    with _report.recording(record, os.fspath(report) if report is not None else None), export_patches():
         if record is not None:
             record.start("export")
         ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
@@ -78,6 +85,7 @@ def to_onnx(
             output_names=output_names,
             dispatcher=dispatcher,
             optimize=optimize,
+            validate=validate,
             filename=filename,
             external_data=external_data,
             weights=weights,
@@ -105,7 +113,16 @@ def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, str
     from .interpreter import _dynamic_shapes
 
     if isinstance(model, torch.export.ExportedProgram):
-        return model, {}
+        if dynamic_shapes is None and (args or kwargs):
+            raise TonnxError(
+                "to_onnx(ExportedProgram, args/kwargs) without dynamic_shapes: the program is "
+                "already traced with its own inputs, so args/kwargs would be ignored. Drop them, "
+                "pass dynamic_shapes to name the program's dynamic dimensions, or export the "
+                "nn.Module instead."
+            )
+        if dynamic_shapes is None:
+            return model, dict(model.graph_module.meta.get(DIM_NAMES, {}))
+        return model, _dynamic_shapes.program_symbol_names(model, args, kwargs, dynamic_shapes)
     spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
     ep = _export(model, args, kwargs, spec, strict)
     return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)
@@ -120,12 +137,14 @@ def convert_program(
     output_names=None,
     dispatcher=None,
     optimize: bool = True,
+    validate: bool = True,
     filename: str | None = None,
     external_data: bool | None = None,
     weights: Any = None,
     record: _report.ExportRecord | None = None,
 ):
     """ExportedProgram -> ModelProto: everything to_onnx does after torch.export."""
+    from ._io_names import io_names
     from .builder import GraphBuilder
     from .dispatch._dispatcher import DEFAULT_DISPATCHER
     from .dispatch._manager import default_manager
@@ -148,6 +167,7 @@ def convert_program(
             for domain, version in spec_.domains.items():
                 opsets.setdefault(domain, version)
     g = GraphBuilder(opsets)
+    input_names, output_names = io_names(ep, input_names, output_names)
     interpreter = Interpreter(
         g,
         registry,
@@ -159,6 +179,10 @@ def convert_program(
     if record is not None:
         record.attach(ep=ep, registry=registry, config=config, manager=manager, interpreter=interpreter)
     interpreter.run(ep)
+    if validate:
+        from .builder._validate import validate as validate_graph
+
+        validate_graph(g)
     if record is not None:
         record.start("optimize")
     if optimize:

@@ -2,6 +2,9 @@
 
 Strings (``{0: "batch"}``) become ``Dim.DYNAMIC`` for torch.export and the name is kept
 to rename torch's symbol (``s77``) in the ONNX shapes; ``Dim("batch")`` keeps its name.
+A single ``{axis: name}`` dict given for a container input (a list of tensors, a cache)
+applies to every tensor in it. A name is an assertion that the dimensions bearing it are
+equal: examples that disagree are refused, never declared under one name.
 """
 
 from __future__ import annotations
@@ -51,9 +54,23 @@ def _per_tensor(spec, tensor, path: str, named: list):
             continue
         name = _dim_name(d)
         if name is not None:
-            named.append((tensor, axis % tensor.dim(), name))
+            named.append((tensor, axis % tensor.dim(), name, path))
         out[axis] = torch.export.Dim.DYNAMIC if isinstance(d, str) else d
     return out
+
+
+def _is_axis_dict(spec) -> bool:
+    return isinstance(spec, dict) and bool(spec) and all(isinstance(k, int) for k in spec)
+
+
+def _pytree_children(arg) -> list | None:
+    """One level of a registered pytree node (a cache...), None for anything else."""
+    import torch
+
+    node = torch.utils._pytree.SUPPORTED_NODES.get(type(arg))
+    if node is None or isinstance(arg, (dict, list, tuple)):
+        return None
+    return list(node.flatten_fn(arg)[0])
 
 
 def _walk(arg, spec, path: str, named: list):
@@ -61,6 +78,20 @@ def _walk(arg, spec, path: str, named: list):
         return _per_tensor(spec, arg, path, named)
     if spec is None:
         return None
+    children = _pytree_children(arg)
+    if _is_axis_dict(spec) and (children is not None or isinstance(arg, (list, tuple))):
+        items = children if children is not None else arg
+        # one {axis: name} for the whole container: the same spec for every tensor in it
+        out = [_walk(a, spec, f"{path}[{i}]", named) for i, a in enumerate(items)]
+        return out if children is not None else type(arg)(out)
+    if children is not None:
+        if not isinstance(spec, (list, tuple)) or len(spec) != len(children):
+            raise DynamicShapesError(
+                f"dynamic_shapes{path}: the input is a {type(arg).__name__} flattened into "
+                f"{len(children)} items; give one {{axis: name}} dict for all of them or a "
+                f"list of {len(children)} specs, got {spec!r}."
+            )
+        return [_walk(a, s, f"{path}[{i}]", named) for i, (a, s) in enumerate(zip(children, spec))]
     if isinstance(arg, dict):
         if not isinstance(spec, dict) or set(spec) - set(arg):
             raise DynamicShapesError(
@@ -76,6 +107,21 @@ def _walk(arg, spec, path: str, named: list):
             )
         return type(spec)(_walk(a, s, f"{path}[{i}]", named) for i, (a, s) in enumerate(zip(arg, spec)))
     return spec
+
+
+def _check_names_agree(named: list) -> None:
+    """One name, one size: a name shared by dimensions of different example sizes is refused."""
+    sizes: dict[str, dict[int, str]] = {}
+    for tensor, axis, name, path in named:
+        sizes.setdefault(name, {}).setdefault(int(tensor.shape[axis]), f"{path} axis {axis}")
+    for name, by_size in sizes.items():
+        if len(by_size) > 1:
+            where = ", ".join(f"{p} has {n}" for n, p in by_size.items())
+            raise DynamicShapesError(
+                f"dynamic_shapes names two dimensions {name!r} but the example inputs give "
+                f"them different sizes ({where}). A name declares the dimensions equal in the "
+                f"ONNX model; give each dimension its own name."
+            )
 
 
 def convert(model, args: tuple, kwargs: dict, dynamic_shapes) -> tuple[Any, list]:
@@ -99,6 +145,7 @@ def convert(model, args: tuple, kwargs: dict, dynamic_shapes) -> tuple[Any, list
     spec = {
         k: _walk(v, dynamic_shapes.get(k), f"[{k!r}]", named) for k, v in bound.arguments.items()
     }
+    _check_names_agree(named)
     return spec, named
 
 
@@ -135,27 +182,95 @@ def _by_parameter(bound, args: tuple, kwargs: dict, dynamic_shapes) -> dict:
 
 
 def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
-    """torch's symbol name (``s77``) -> the user's dimension name (``batch``)."""
+    """torch's symbol name (``s77``) -> the user's dimension name (``batch``).
+
+    A named dimension torch.export made static is refused: the ONNX model would accept one
+    size only where the user asked for any.
+    """
     if not named:
         return {}
     import torch
 
     leaves = torch.utils._pytree.tree_leaves((args, kwargs))
     positions = {id(t): i for i, t in enumerate(leaves) if _is_tensor(t)}
-    user_inputs = [
-        node
-        for node, spec in zip(
-            [n for n in ep.graph.nodes if n.op == "placeholder"], ep.graph_signature.input_specs
-        )
-        if spec.kind.name == "USER_INPUT"
-    ]
+    user_inputs = _user_inputs(ep)
     names: dict[str, str] = {}
-    for tensor, axis, name in named:
+    for tensor, axis, name, path in named:
         index = positions.get(id(tensor))
         if index is None or index >= len(user_inputs):
             continue
         val = user_inputs[index].meta.get("val")
         d = val.shape[axis] if val is not None else None
-        if d is not None and type(d) is not int and d.node.expr.is_Symbol:
+        if type(d) is int:
+            raise DynamicShapesError(
+                f"dynamic_shapes{path} names axis {axis} {name!r}, but torch.export made it "
+                f"static (size {d}): "
+                + (
+                    "torch.export specializes example sizes 0 and 1; use an example of size 2 "
+                    "or more."
+                    if d in (0, 1)
+                    else "the model's code depends on its value (for example a check or a "
+                    "reshape to a fixed size)."
+                )
+            )
+        if d is not None and d.node.expr.is_Symbol:
             names.setdefault(d.node.expr.name, name)
     return names
+
+
+def _user_inputs(ep) -> list:
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    return [
+        node
+        for node, spec in zip(placeholders, ep.graph_signature.input_specs)
+        if spec.kind.name == "USER_INPUT"
+    ]
+
+
+def program_symbol_names(ep, args: tuple, kwargs: dict, dynamic_shapes) -> dict[str, str]:
+    """Names for the dimensions of an ExportedProgram, from ``dynamic_shapes`` given with it.
+
+    The program's shapes are fixed already: ``dynamic_shapes`` can only name dimensions that
+    are dynamic in it, and ``args``/``kwargs`` (default: the program's example inputs) only
+    say which tensor each entry refers to.
+    """
+    import torch
+
+    if not args and not kwargs:
+        if ep.example_inputs is None:
+            raise DynamicShapesError(
+                "to_onnx(ExportedProgram, dynamic_shapes=...) needs the example inputs the "
+                "program was exported with (args/kwargs): this program does not keep them."
+            )
+        args, kwargs = ep.example_inputs
+    tree = torch.utils._pytree
+    if tree.tree_structure((tuple(args), dict(kwargs))) != ep.call_spec.in_spec:
+        raise DynamicShapesError(
+            "The args/kwargs given with the ExportedProgram do not have the structure it was "
+            f"exported with ({ep.call_spec.in_spec}); pass the same kinds of inputs."
+        )
+    values = [*args, *kwargs.values()]
+    if isinstance(dynamic_shapes, dict) and not args:
+        specs = [dynamic_shapes.get(k) for k in kwargs]
+        unknown = set(dynamic_shapes) - set(kwargs)
+    elif isinstance(dynamic_shapes, (list, tuple)) and len(dynamic_shapes) == len(values):
+        specs, unknown = list(dynamic_shapes), set()
+    else:
+        raise DynamicShapesError(
+            "With an ExportedProgram, dynamic_shapes only names its dynamic dimensions: give a "
+            f"tuple with one entry per input ({len(values)}), or a dict keyed by the keyword "
+            f"inputs when there are no positional ones; got {dynamic_shapes!r}."
+        )
+    if unknown:
+        raise DynamicShapesError(f"dynamic_shapes names {sorted(unknown)}, which are not inputs.")
+    named: list = []
+    for i, (value, spec) in enumerate(zip(values, specs)):
+        _walk(value, spec, f"[{i}]", named)
+    _check_names_agree(named)
+    try:
+        return symbol_names(ep, tuple(args), dict(kwargs), named)
+    except DynamicShapesError as e:
+        raise DynamicShapesError(
+            f"{e} The ExportedProgram is already traced: export it again with this dimension "
+            f"dynamic to change that."
+        ) from None
