@@ -22,6 +22,7 @@ from ._errors import (  # noqa: E402
     UnsupportedError,
 )
 from ._export import to_onnx  # noqa: E402
+from ._patches import export_patches  # noqa: E402
 from ._pretty import pretty  # noqa: E402
 from .dispatch import Converter, Dispatcher, PackSpec, hookimpl  # noqa: E402
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "__version__",
     "to_onnx",
+    "export_patches",
     "pretty",
     "GraphBuilder",
     "Converter",
