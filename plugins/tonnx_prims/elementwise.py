@@ -78,6 +78,8 @@ def _unary(g, sts, outputs, op_type: str, self, *, integer_identity: bool = Fals
     """``op_type`` on a float or (when ONNX has it) integer tensor; ints pass through for
     rounding functions (``floor(int)`` is the int)."""
     elem = sts.dtype
+    if elem == BOOL:
+        raise UnsupportedError(f"ONNX {op_type} of a bool tensor (torch raises too).")
     if not is_float(elem) and integer_identity:
         return self
     return _node(g, op_type, [self], elem, outputs)
@@ -86,8 +88,6 @@ def _unary(g, sts, outputs, op_type: str, self, *, integer_identity: bool = Fals
 # prims::abs.default
 def prims_abs(g, sts, outputs, self):
     "abs(Tensor self) -> Tensor"
-    if sts.dtype == BOOL:
-        return self
     return _unary(g, sts, outputs, "Abs", self)
 
 
@@ -401,6 +401,8 @@ def prims_minimum(g, sts, outputs, self, other):
 def _nan_ignoring(g, sts, outputs, op_type: str, self, other) -> str:
     """fmax/fmin: the other operand where one is nan (nan only where both are)."""
     elem = sts.dtype
+    if elem == BOOL:
+        op_type = "Or" if op_type == "Max" else "And"
     if not is_float(elem):
         return _node(g, op_type, [self, other], elem, outputs)
     a, b = _inputs(g, [self, other], elem)
@@ -559,6 +561,10 @@ def prims_where(g, sts, outputs, pred, a, b):
     "where(Tensor pred, Tensor a, Tensor b) -> Tensor"
     elem = sts.dtype
     condition = operand(g, pred, BOOL)
+    if elem == BOOL:  # onnxruntime has no bool Where
+        picked = g.op.And(condition, operand(g, a, BOOL))
+        other = g.op.And(g.op.Not(condition), operand(g, b, BOOL))
+        return g.op.Or(picked, other, outputs=outputs)
     return g.op.Where(condition, operand(g, a, elem), operand(g, b, elem), outputs=outputs)
 
 

@@ -1,0 +1,244 @@
+"""Hypothesis tests of the element-wise prims: torch eager against onnxruntime.
+
+The prims run eagerly through ``torch.ops.prims``; ``torch.export`` keeps them in the
+graph. Ops sharing an input domain run as one exported model (one output per op). Prims
+do no type promotion, so both operands are drawn with the same dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tonnx.testing import check_op
+
+P = torch.ops.prims
+
+COVERS = {
+    "prims::abs.default",
+    "prims::neg.default",
+    "prims::exp.default",
+    "prims::log.default",
+    "prims::sqrt.default",
+    "prims::reciprocal.default",
+    "prims::sin.default",
+    "prims::cos.default",
+    "prims::tan.default",
+    "prims::asin.default",
+    "prims::acos.default",
+    "prims::atan.default",
+    "prims::sinh.default",
+    "prims::cosh.default",
+    "prims::tanh.default",
+    "prims::asinh.default",
+    "prims::acosh.default",
+    "prims::atanh.default",
+    "prims::erf.default",
+    "prims::floor.default",
+    "prims::ceil.default",
+    "prims::round.default",
+    "prims::bitwise_not.default",
+    "prims::rsqrt.default",
+    "prims::trunc.default",
+    "prims::exp2.default",
+    "prims::log2.default",
+    "prims::log10.default",
+    "prims::expm1.default",
+    "prims::log1p.default",
+    "prims::sign.default",
+    "prims::isfinite.default",
+    "prims::add.default",
+    "prims::sub.default",
+    "prims::mul.default",
+    "prims::div.default",
+    "prims::pow.default",
+    "prims::maximum.default",
+    "prims::minimum.default",
+    "prims::fmax.default",
+    "prims::fmin.default",
+    "prims::fmod.default",
+    "prims::remainder.default",
+    "prims::atan2.default",
+    "prims::bitwise_and.default",
+    "prims::bitwise_or.default",
+    "prims::bitwise_xor.default",
+    "prims::eq.default",
+    "prims::ne.default",
+    "prims::lt.default",
+    "prims::le.default",
+    "prims::gt.default",
+    "prims::ge.default",
+    "prims::where.default",
+}
+
+FLOATS = [torch.float32, torch.float64, torch.float16]
+INTS = [torch.int64, torch.int32]
+shapes = st.lists(st.integers(1, 4), max_size=4).map(tuple)
+seeds = st.integers(0, 2**16)
+
+
+def make(seed: int, shape, dtype: torch.dtype, low: float = -3.0, high: float = 3.0):
+    """Values uniform in [low, high] (integers: rounded), deterministic in ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=gen) > 0.5
+    values = torch.rand(shape, generator=gen, dtype=torch.float64) * (high - low) + low
+    return values.to(dtype) if dtype.is_floating_point else values.round().to(dtype)
+
+
+def with_specials(t: torch.Tensor, seed: int) -> torch.Tensor:
+    """Puts nan, inf, -inf, 0 and -0 at a few positions of a float tensor."""
+    if t.numel() < 2:
+        return t
+    gen = torch.Generator().manual_seed(seed + 1)
+    flat = t.clone().reshape(-1)
+    specials = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0], dtype=t.dtype)
+    where = torch.randperm(flat.numel(), generator=gen)[: min(flat.numel() // 2, 5)]
+    flat[where] = specials[: len(where)]
+    return flat.reshape(t.shape)
+
+
+def tol(dtype: torch.dtype) -> dict:
+    if dtype == torch.float16:
+        return {"atol": 1e-2, "rtol": 1e-2}
+    if dtype == torch.float64:
+        return {"atol": 1e-10, "rtol": 1e-10}
+    return {"atol": 1e-5, "rtol": 1e-5}
+
+
+def _model(names: list[str]):
+    ops = [getattr(P, name) for name in names]
+    return lambda *ts: tuple(op(*ts) for op in ops)
+
+
+def _keys(names: list[str]) -> list[str]:
+    return [f"prims::{name}.default" for name in names]
+
+
+UNARY = {
+    # (op names, input domain, onnxruntime has double kernels for all of them)
+    "real": (["abs", "neg", "exp", "sin", "cos", "tanh", "floor", "ceil", "round"], (-3, 3), True),
+    "real_formulas": (["trunc", "sign", "expm1", "exp2", "rsqrt"], (-3, 3), True),
+    "real_no_double": (["tan", "atan", "sinh", "cosh", "asinh", "erf"], (-3, 3), False),
+    "positive": (["log", "sqrt", "reciprocal", "log2", "log10", "log1p"], (0.01, 6), True),
+    "unit": (["asin", "acos", "atanh"], (-0.99, 0.99), False),
+    "at_least_one": (["acosh"], (1, 6), False),
+}
+
+
+@pytest.mark.parametrize("group", sorted(UNARY))
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), seed=seeds)
+def test_unary(group, shape, dtype, seed):
+    names, (low, high), has_double = UNARY[group]
+    x = make(seed, shape, dtype, low, high)
+    if dtype == torch.float64 and not has_double:
+        # onnxruntime lacks double kernels for these ONNX ops; the reference evaluator runs them
+        check_op(_model(names), [x], expect_op=_keys(names), runtime="reference", atol=1e-6, rtol=1e-6)
+    else:
+        check_op(_model(names), [x], expect_op=_keys(names), **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), seed=seeds)
+def test_unary_specials(shape, dtype, seed):
+    """nan, infinities and signed zeros through the functions that must keep them."""
+    x = with_specials(make(seed, shape, dtype), seed)
+    names = ["abs", "neg", "floor", "ceil", "round", "trunc", "sign", "exp", "isfinite"]
+    check_op(_model(names), [x], expect_op=_keys(names), **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from([*INTS, torch.bool]), seed=seeds)
+def test_unary_integers(shape, dtype, seed):
+    x = make(seed, shape, dtype, -50, 50)
+    names = ["sign", "isfinite", "bitwise_not"]
+    if dtype != torch.bool:  # torch raises for these on bool
+        names += ["abs", "neg", "floor", "ceil", "round", "trunc"]
+    check_op(_model(names), [x], expect_op=_keys(names))
+
+
+ARITH = ["add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "fmod", "remainder"]
+
+
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), specials=st.booleans(), seed=seeds)
+def test_binary_floats(shape, dtype, specials, seed):
+    a, b = make(seed, shape, dtype, -5, 5), make(seed + 7, shape, dtype, -5, 5)
+    if specials:
+        a, b = with_specials(a, seed), with_specials(b, seed + 3)
+    check_op(_model(ARITH), [a, b], expect_op=_keys(ARITH), **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), seed=seeds)
+def test_atan2(shape, dtype, seed):
+    """Every quadrant, signed zeros and infinities."""
+    y, x = with_specials(make(seed, shape, dtype), seed), with_specials(make(seed + 1, shape, dtype), seed + 2)
+    if dtype == torch.float64:  # onnxruntime has no double Atan
+        check_op(P.atan2, [y, x], expect_op="prims::atan2.default", runtime="reference", **tol(dtype))
+    else:
+        check_op(P.atan2, [y, x], expect_op="prims::atan2.default", **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), seed=seeds)
+def test_pow(shape, dtype, seed):
+    base, exponent = make(seed, shape, dtype, 0.1, 4), make(seed + 1, shape, dtype, -3, 3)
+    check_op(P.pow, [base, exponent], expect_op="prims::pow.default", **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from(INTS), seed=seeds)
+def test_binary_integers(shape, dtype, seed):
+    """div truncates toward zero; remainder follows the divisor's sign, fmod the dividend's."""
+    a = make(seed, shape, dtype, -60, 60)
+    b = make(seed + 1, shape, dtype, 1, 9) * (2 * (make(seed + 2, shape, torch.bool).to(dtype)) - 1)
+    exponent = make(seed + 3, shape, dtype, 0, 3)
+    names = ["add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "fmod", "remainder"]
+
+    def model(a, b, exponent):
+        return (*_model(names)(a, b), P.pow(a, exponent))
+
+    check_op(model, [a, b, exponent], expect_op=_keys([*names, "pow"]))
+
+
+@given(
+    shape=shapes,
+    dtype=st.sampled_from([*FLOATS, *INTS]),
+    scalar=st.integers(-4, 4).filter(bool),
+    seed=seeds,
+)
+def test_python_scalar_operand(shape, dtype, scalar, seed):
+    """A python scalar operand takes the tensor's dtype (prims do not promote)."""
+    x = make(seed, shape, dtype, -5, 5)
+    value = float(scalar) if dtype.is_floating_point else scalar
+
+    def model(t):
+        return P.add(t, value), P.mul(t, value), P.div(t, value), P.lt(t, value), P.maximum(t, value)
+
+    check_op(model, [x], expect_op=_keys(["add", "mul", "div", "lt", "maximum"]), **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from([*FLOATS, *INTS, torch.bool]), seed=seeds)
+def test_comparisons(shape, dtype, seed):
+    a, b = make(seed, shape, dtype, -2, 2), make(seed + 1, shape, dtype, -2, 2)
+    if dtype.is_floating_point:
+        a = with_specials(a, seed)
+    names = ["eq", "ne", "lt", "le", "gt", "ge"]
+    check_op(_model(names), [a, b], expect_op=_keys(names))
+
+
+@given(shape=shapes, dtype=st.sampled_from([*INTS, torch.uint8, torch.bool]), seed=seeds)
+def test_bitwise(shape, dtype, seed):
+    a, b = make(seed, shape, dtype, 0, 100), make(seed + 1, shape, dtype, 0, 100)
+    if dtype != torch.uint8:
+        a = a - make(seed + 2, shape, dtype, 0, 1) if dtype != torch.bool else a
+    names = ["bitwise_and", "bitwise_or", "bitwise_xor"]
+    if dtype == torch.bool:
+        names += ["add", "mul", "maximum", "minimum"]  # logical or/and on bool
+    check_op(_model(names), [a, b], expect_op=_keys(names))
+
+
+@given(shape=shapes, dtype=st.sampled_from([*FLOATS, *INTS, torch.bool]), seed=seeds)
+def test_where(shape, dtype, seed):
+    pred = make(seed, shape, torch.bool)
+    a, b = make(seed + 1, shape, dtype), make(seed + 2, shape, dtype)
+    check_op(P.where, [pred, a, b], expect_op="prims::where.default")
