@@ -32,3 +32,7 @@ class PackSpec:
     #: (``tonnx.converters.RewriteRule``), run once on the converted graph, packs in
     #: priority order; a blocked pack's rules never run
     rewrites: Callable[[], Iterable] | None = None
+    #: optional, lazy like ``load``: returns the ``onnx.reference.op_run.OpRun`` classes
+    #: (``op_domain`` set) that run the nodes of its ``domains`` in onnx's reference
+    #: evaluator (``tonnx.testing.run_reference``)
+    reference_kernels: Callable[[], Iterable] | None = None
