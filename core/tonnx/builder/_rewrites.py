@@ -60,6 +60,7 @@ class RewriteContext:
         #: nodes already swept (final order) and their positions
         self._swept: list[Node] = []
         self._position: dict[int, int] = {}
+        self._taken: list[str] = []
 
     def producer(self, name: str) -> Node | None:
         """The live node computing ``name``; None for inputs, constants and outer names."""
@@ -110,7 +111,8 @@ class RewriteContext:
         For a fusion that absorbs an earlier node whose result is also read elsewhere
         (the residual Add a skip-norm also returns). False, and nothing changes, when a
         node already placed between ``old`` and the anchor reads those outputs: they must
-        be computed before it, so the rule must not fire.
+        be computed before it, so the rule must not fire. Call it last, when the rule
+        is sure to return its replacement.
         """
         pos = self._position.get(id(old))
         if pos is None or id(old) in self._dead:
@@ -120,7 +122,7 @@ class RewriteContext:
             if id(node) not in self._dead and outs.intersection(node.inputs):
                 return False
         self._dead[id(old)] = old
-        self._release(old.inputs)
+        self._taken.extend(old.inputs)  # released once the replacement's reads are counted
         return True
 
     # -- bookkeeping of the sweep -------------------------------------------------------------
@@ -132,7 +134,8 @@ class RewriteContext:
                     self._producer[o] = node
             self._readers.update(node.inputs)
         self._dead[id(old)] = old
-        self._release(old.inputs)
+        self._release([*old.inputs, *self._taken])
+        self._taken.clear()
 
     def _release(self, names: Sequence[str]) -> None:
         """Drops reads; producers left without reader die, transitively."""
