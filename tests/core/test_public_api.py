@@ -13,7 +13,6 @@ def test_public_names():
         [
             "__version__",
             "to_onnx",
-            "export_patches",
             "pretty",
             "export_program",
             "convert",
@@ -74,7 +73,6 @@ def test_converter_authoring_surface():
             "operand",
             "opmath_type",
             "output_used",
-            "shape_of",
             "shape_tensor",
             "torch_dtype",
             "trunc",

@@ -1,0 +1,83 @@
+"""The two phases of ``to_onnx`` as public functions: capture, then convert.
+
+``export_program`` runs torch.export (with tonnx's ``dynamic_shapes`` forms: a string names
+a dimension) and returns the ``ExportedProgram``, which can be inspected, saved, or
+changed before ``convert`` turns it into ONNX. ``to_onnx(model, ...)`` is exactly
+``convert(export_program(model, ...), ...)``. The torch.compile backends and
+``tonnx.testing`` use these two.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ._export import DEFAULT_OPSET, DIM_NAMES
+
+
+def export_program(
+    model: Any,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    dynamic_shapes: Any = None,
+    strict: bool = False,
+):
+    """Phase 1: ``torch.export.export`` of ``model``; returns the ``ExportedProgram``.
+
+    ``dynamic_shapes`` accepts what :func:`tonnx.to_onnx` accepts; the dimension names
+    given as strings travel with the program (in ``graph_module.meta``), so
+    :func:`tonnx.convert` names the ONNX dimensions after them.
+    Raises :class:`tonnx.ExportFailedError` when torch.export cannot trace the model.
+    """
+    from ._export import export_program as capture
+
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    ep, names = capture(model, args, dict(kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
+    ep.graph_module.meta[DIM_NAMES] = dict(names)
+    return ep
+
+
+def convert(
+    program: Any,
+    *,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    target_opset: int | dict[str, int] = DEFAULT_OPSET,
+    dispatcher: Any = None,
+    optimize: bool = True,
+    filename: str | os.PathLike | None = None,
+    external_data: bool | None = None,
+    verbose: int = 0,
+    report: str | os.PathLike | None = None,
+    **options: Any,
+):
+    """Phase 2: an ``ExportedProgram`` (from :func:`export_program` or torch.export) to ONNX.
+
+    The keywords are :func:`tonnx.to_onnx`'s (``options`` passes the others through).
+    """
+    import torch
+
+    from ._errors import TonnxError
+
+    if not isinstance(program, torch.export.ExportedProgram):
+        raise TonnxError(
+            f"tonnx.convert takes an ExportedProgram, got {type(program).__name__}: capture "
+            f"it first with tonnx.export_program(model, args), or call tonnx.to_onnx(model, args)."
+        )
+    from ._export import to_onnx
+
+    return to_onnx(
+        program,
+        input_names=input_names,
+        output_names=output_names,
+        target_opset=target_opset,
+        dispatcher=dispatcher,
+        optimize=optimize,
+        filename=filename,
+        external_data=external_data,
+        verbose=verbose,
+        report=report,
+        **options,
+    )
