@@ -145,6 +145,7 @@ def convert_program(
 ):
     """ExportedProgram -> ModelProto: everything to_onnx does after torch.export."""
     from ._io_names import io_names
+    from ._metadata import graph_metadata
     from .builder import GraphBuilder
     from .dispatch._dispatcher import DEFAULT_DISPATCHER
     from .dispatch._manager import default_manager
@@ -207,6 +208,7 @@ def convert_program(
     g.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(
         ep.range_constraints
     )
+    g.metadata_props.update(graph_metadata(ep, interpreter, manager, g))
     if record is not None:
         record.start("serialize")
     model = g.to_onnx() if filename is None else _save(g, filename, external_data, weights)

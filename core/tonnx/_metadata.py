@@ -1,0 +1,69 @@
+"""Model metadata saying where an ONNX model came from (``pkg.tonnx.*`` metadata_props).
+
+- ``pkg.tonnx.version``: the tonnx that wrote it;
+- ``pkg.tonnx.packs_used``: each pack that converted nodes, its version and node count;
+- ``pkg.tonnx.graph_signature``: JSON ``{"inputs": [...], "outputs": [...]}``, one entry
+  per torch.export input/output with its kind (``USER_INPUT``, ``PARAMETER``, ``BUFFER``,
+  ``USER_OUTPUT``, ``BUFFER_MUTATION``...), its torch target and its ONNX name if the model
+  has it;
+- ``pkg.tonnx.parameters``: JSON ``{onnx initializer: state_dict name}`` for the weights
+  still in the model (so weights can be mapped back to the module after export).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+WEIGHT_KINDS = ("PARAMETER", "BUFFER", "CONSTANT_TENSOR")
+
+
+def graph_metadata(ep, interpreter, manager, g) -> dict[str, str]:
+    """The metadata_props entries for a converted program (read after optimization)."""
+    from . import __version__
+
+    inputs, parameters = _inputs(ep, interpreter, g)
+    return {
+        "pkg.tonnx.version": __version__,
+        "pkg.tonnx.packs_used": _packs_used(interpreter, manager),
+        "pkg.tonnx.graph_signature": json.dumps({"inputs": inputs, "outputs": _outputs(ep, g)}),
+        "pkg.tonnx.parameters": json.dumps(parameters),
+    }
+
+
+def _inputs(ep, interpreter, g) -> tuple[list[dict], dict[str, str]]:
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    kept = set(g.inputs) | set(g.constants)
+    entries, parameters = [], {}
+    for node, spec in zip(placeholders, ep.graph_signature.input_specs):
+        entry = {"kind": spec.kind.name, "fx": node.name}
+        if spec.target is not None:
+            entry["target"] = str(spec.target)
+        value = interpreter.env.get(node)
+        if type(value) is str and value in kept:
+            entry["onnx"] = value
+            if spec.kind.name in WEIGHT_KINDS:
+                parameters[value] = str(spec.target)
+        entries.append(entry)
+    return entries, parameters
+
+
+def _outputs(ep, g) -> list[dict]:
+    user = iter(g.outputs)
+    entries = []
+    for spec in ep.graph_signature.output_specs:
+        entry = {"kind": spec.kind.name}
+        if spec.target is not None:
+            entry["target"] = str(spec.target)
+        if spec.kind.name == "USER_OUTPUT":
+            entry["onnx"] = next(user, None)
+        entries.append(entry)
+    return entries
+
+
+def _packs_used(interpreter, manager) -> str:
+    counts = Counter(cand.pack for cand in interpreter.plan.values())
+    return ", ".join(
+        f"{pack} {manager.versions.get(pack, '')} ({n} node{'s' if n > 1 else ''})".replace("  ", " ")
+        for pack, n in counts.most_common()
+    )
