@@ -52,7 +52,7 @@ def _inputs(g, values, elem: int) -> list[str]:
 def _finish(g, x: str, elem: int, outputs) -> str:
     """``x`` (computed in float32 for half types) as the result named ``outputs``."""
     if g.get_type(x) == elem:
-        return x
+        return g.op.Identity(x, outputs=outputs)  # the identity pass removes it
     return g.op.Cast(x, to=elem, outputs=outputs)
 
 

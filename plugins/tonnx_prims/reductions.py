@@ -115,12 +115,12 @@ def prims_var(g, sts, outputs, inp, dims, correction=1, output_dtype=None):
     if not axes:
         # a 0-d tensor, one sample: (x - x)^2 / max(1 - correction, 0)
         zero = g.op.Sub(x, x)
-        var = g.op.Div(g.op.Mul(zero, zero), _divisor(g, x, [], correction, compute))
+        var = g.op.Div(g.op.Mul(zero, zero), _divisor(g, inp, [], correction, compute))
         return g.op.Cast(var, to=elem, outputs=outputs)
     const_axes = np.array(axes, dtype=np.int64)
     centered = g.op.Sub(x, g.op.ReduceMean(x, const_axes, keepdims=1))
     squares = g.op.ReduceSum(g.op.Mul(centered, centered), const_axes, keepdims=0)
-    divisor = _divisor(g, x, axes, correction, compute)
+    divisor = _divisor(g, inp, axes, correction, compute)
     if compute == elem:
         return g.op.Div(squares, divisor, outputs=outputs)
     return g.op.Cast(g.op.Div(squares, divisor), to=elem, outputs=outputs)
