@@ -216,6 +216,7 @@ def aten_scaled_dot_product_attention(
     out, *present = g.make_node("GroupQueryAttention", inputs, 3, domain=MS_DOMAIN, **attributes)
     for name in (out, *present):
         g.set_type(name, TensorProto.FLOAT)
+    g.set_shape(out, (g.get_shape(query)[0], length, hq * ev))  # lets the layout rules cancel
     out = g.op.Reshape(out, np.array([0, 0, hq, ev], dtype=np.int64))
     if alive is not None:
         out = g.op.Mul(out, g.op.Transpose(alive, perm=_BSNH))
