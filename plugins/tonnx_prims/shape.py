@@ -22,15 +22,15 @@ INT64 = TensorProto.INT64
 
 
 def _dim(g, x: str, i: int):
-    """Size ``i`` of ``x``: an int when static, else a 0-d int64 result read at run time."""
+    """Size ``i`` of ``x``: an int when static, else a 1-D int64 ``Shape`` slice."""
     size = g.get_shape(x)[i]
     if type(size) is int:
         return size
-    return g.op.Squeeze(g.op.Shape(x, start=i, end=i + 1), np.array([0], dtype=np.int64))
+    return g.op.Shape(x, start=i, end=i + 1)
 
 
 def _product(g, sizes: list):
-    """The product of ints and 0-d int64 results: an int when all are static."""
+    """The product of ints and 1-D int64 sizes: an int when all are static."""
     static = math.prod(s for s in sizes if type(s) is int)
     dynamic = [s for s in sizes if type(s) is not int]
     if not dynamic:
@@ -38,7 +38,7 @@ def _product(g, sizes: list):
     result = dynamic[0]
     for s in dynamic[1:]:
         result = g.op.Mul(result, s)
-    return result if static == 1 else g.op.Mul(result, np.array(static, dtype=np.int64))
+    return result if static == 1 else g.op.Mul(result, np.array([static], dtype=np.int64))
 
 
 def _reshape(g, x: str, dims: list, outputs) -> str:
@@ -55,10 +55,10 @@ def prims_broadcast_in_dim(g, sts, outputs, a, shape, broadcast_dimensions):
 
 
 def _collapse(g, a: str, start: int, end: int, outputs) -> str:
-    """Dims ``[start, end)`` merged into one."""
+    """Dims ``start`` to ``end`` (included, as in torch._prims) merged into one."""
     dims = [_dim(g, a, i) for i in range(g.get_rank(a))]
-    merged = _product(g, dims[start:end])
-    return _reshape(g, a, [*dims[:start], merged, *dims[end:]], outputs)
+    merged = _product(g, dims[start : end + 1])
+    return _reshape(g, a, [*dims[:start], merged, *dims[end + 1 :]], outputs)
 
 
 # prims::collapse_view.default
