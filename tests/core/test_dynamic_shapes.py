@@ -1,0 +1,139 @@
+"""Dimension names: one name one size, Dim names kept, ExportedPrograms with dynamic_shapes,
+one ``{axis: name}`` for a whole container, and the export patches' scope."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.export import Dim
+
+import tonnx
+from tonnx.testing import run_onnxruntime
+
+
+def _dims(value_info) -> list:
+    return [d.dim_param or d.dim_value for d in value_info.type.tensor_type.shape.dim]
+
+
+class Cat(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.cat([a, b]), b * 2
+
+
+def test_one_name_on_two_sizes_is_refused():
+    """Was: accepted, output declared ['2*batch', 'batch'] while the model computes a+b rows."""
+    a, b = torch.randn(4, 3), torch.randn(5, 3)
+    with pytest.raises(tonnx.DynamicShapesError, match=r"'batch'.*different sizes.*4.*5|'batch'.*different sizes.*5.*4"):
+        tonnx.to_onnx(Cat(), (a, b), dynamic_shapes=({0: "batch"}, {0: "batch"}))
+
+
+def test_two_names_stay_apart():
+    a, b = torch.randn(4, 3), torch.randn(5, 3)
+    onx = tonnx.to_onnx(Cat(), (a, b), dynamic_shapes=({0: "n"}, {0: "m"}))
+    assert _dims(onx.graph.output[0])[0] in ("m + n", "n + m")
+    a2, b2 = torch.randn(2, 3), torch.randn(6, 3)
+    got = run_onnxruntime(onx, [a2.numpy(), b2.numpy()])
+    assert got[0].shape == (8, 3)
+    np.testing.assert_allclose(got[0], torch.cat([a2, b2]).numpy())
+
+
+def test_dim_name_kept():
+    batch = Dim("batch")
+    onx = tonnx.to_onnx(Cat(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic_shapes=({0: batch}, {0: batch}))
+    assert _dims(onx.graph.input[0]) == ["batch", 3]
+    assert _dims(onx.graph.output[0]) == ["2*batch", 3]
+
+
+def test_exported_program_with_dynamic_shapes_names_its_dims():
+    """Was: the extra dynamic_shapes were ignored and the dimension came out as s31."""
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    batch = Dim("batch")
+    ep = torch.export.export(Cat(), (a, b), dynamic_shapes=({0: batch}, {0: batch}))
+    onx = tonnx.to_onnx(ep, dynamic_shapes=({0: Dim("batch")}, {0: "batch"}))
+    assert _dims(onx.graph.input[0]) == ["batch", 3]
+    onx = tonnx.to_onnx(ep, (a, b), dynamic_shapes=({0: "rows"}, None))
+    assert _dims(onx.graph.input[1]) == ["rows", 3]
+
+
+def test_exported_program_refuses_what_it_cannot_use():
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    ep = torch.export.export(Cat(), (a, b), dynamic_shapes=({0: Dim("batch")}, {0: Dim("batch")}))
+    with pytest.raises(tonnx.TonnxError, match="already traced"):
+        tonnx.to_onnx(ep, (a, b))
+    with pytest.raises(tonnx.DynamicShapesError, match="static.*export it again"):
+        tonnx.to_onnx(ep, dynamic_shapes=({1: "features"}, None))
+    with pytest.raises(tonnx.DynamicShapesError, match="structure"):
+        tonnx.to_onnx(ep, (a,), dynamic_shapes=({0: "batch"},))
+
+
+def test_named_dim_made_static_is_refused():
+    """An example of size 1 is specialized by torch.export: refused, never a static 'batch'."""
+    with pytest.raises(tonnx.ExportFailedError, match="0/1 specialized"):
+        tonnx.to_onnx(Cat(), (torch.randn(1, 3), torch.randn(1, 3)), dynamic_shapes=({0: "batch"}, {0: "batch"}))
+
+
+class SumList(torch.nn.Module):
+    def forward(self, xs: list[torch.Tensor]):
+        return sum(x.sum(0) for x in xs)
+
+
+def test_one_spec_for_a_whole_list():
+    xs = [torch.randn(4, 3), torch.randn(4, 3), torch.randn(4, 3)]
+    onx = tonnx.to_onnx(SumList(), (xs,), dynamic_shapes={"xs": {0: "n"}})
+    assert [_dims(i) for i in onx.graph.input] == [["n", 3]] * 3
+    other = [torch.randn(7, 3) for _ in range(3)]
+    got = run_onnxruntime(onx, [x.numpy() for x in other])
+    np.testing.assert_allclose(got[0], SumList()(other).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_export_patches_scope():
+    transformers = pytest.importorskip("transformers")
+    from torch.utils import _pytree
+
+    DynamicCache = transformers.cache_utils.DynamicCache
+    assert DynamicCache not in _pytree.SUPPORTED_NODES
+    with tonnx.export_patches():
+        with tonnx.export_patches():  # nested: a no-op
+            assert DynamicCache in _pytree.SUPPORTED_NODES
+        assert DynamicCache in _pytree.SUPPORTED_NODES
+        cache = DynamicCache([(torch.randn(2, 2, 3, 4), torch.randn(2, 2, 3, 4))])
+        leaves, spec = _pytree.tree_flatten(cache)
+        assert len(leaves) == 2
+        rebuilt = _pytree.tree_unflatten(leaves, spec)
+        assert rebuilt.layers[0].keys is leaves[0] and rebuilt.get_seq_length() == 3
+    assert DynamicCache not in _pytree.SUPPORTED_NODES
+
+
+def test_export_patches_set_aside_another_registration():
+    """transformers' registration (whose unflatten lifts a constant) is restored on exit."""
+    transformers = pytest.importorskip("transformers")
+    from torch.utils import _pytree
+
+    DynamicCache = transformers.cache_utils.DynamicCache
+    from transformers.integrations.executorch import register_dynamic_cache_export_support
+
+    register_dynamic_cache_export_support()
+    try:
+        theirs = _pytree.SUPPORTED_NODES[DynamicCache].flatten_fn
+        with tonnx.export_patches():
+            assert _pytree.SUPPORTED_NODES[DynamicCache].flatten_fn is not theirs
+        assert _pytree.SUPPORTED_NODES[DynamicCache].flatten_fn is theirs
+    finally:
+        _pytree._deregister_pytree_node(DynamicCache)
+
+
+class CacheUser(torch.nn.Module):
+    def forward(self, x, cache):
+        k, v = cache.update(x, x, 0)
+        return k.sum() + v.sum()
+
+
+def test_no_lifted_constant_from_the_cache():
+    """torch.onnx fails on transformers' registration: 'Constant tensor lifted_tensor_N is not
+    in the constants dictionary'; tonnx's rebuilds the cache without torch.tensor([])."""
+    transformers = pytest.importorskip("transformers")
+    cache = transformers.cache_utils.DynamicCache([(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))])
+    with tonnx.export_patches():
+        ep = torch.export.export(CacheUser(), (torch.randn(1, 2, 1, 4), cache))
+    assert not ep.constants
