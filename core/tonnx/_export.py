@@ -123,9 +123,10 @@ def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, str
         if dynamic_shapes is None:
             return model, dict(model.graph_module.meta.get(DIM_NAMES, {}))
         return model, _dynamic_shapes.program_symbol_names(model, args, kwargs, dynamic_shapes)
-    spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
-    ep = _export(model, args, kwargs, spec, strict)
-    return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)
+    with export_patches():  # also for tonnx.export_program, which calls this alone
+        spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
+        ep = _export(model, args, kwargs, spec, strict)
+        return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)
 
 
 def convert_program(
