@@ -1,0 +1,153 @@
+"""Packs' rewrite rules (PackSpec.rewrites): the sweep, its priority and opt-in rules."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+import tonnx
+from tonnx import PackSpec, hookimpl
+from tonnx.converters import RewriteRule
+from tonnx.testing import check_model
+
+_IDS = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_manager():
+    """Packs given as extra_packs stay registered in the process's manager: start clean."""
+    from tonnx.dispatch._manager import reset_default_manager
+
+    reset_default_manager()
+    yield
+    reset_default_manager()
+
+
+class _RulePack:
+    """A pack object with rewrite rules only (registered through Dispatcher(extra_packs))."""
+
+    def __init__(self, rules, priority=100):
+        self.name = f"rules{next(_IDS)}"
+        self.rules = rules
+        self.priority = priority
+
+    @hookimpl
+    def tonnx_pack(self) -> PackSpec:
+        return PackSpec(name=self.name, load=list, priority=self.priority, rewrites=lambda: self.rules)
+
+
+def _times_three_as_sum(ctx, node):
+    """``Mul(x, 3)`` -> ``Sum(x, x, x)``."""
+    x, three = node.inputs
+    g = ctx.g
+    if not g.is_constant(three) or g.get_constant(three).size != 1 or float(g.get_constant(three)) != 3:
+        return None
+    return [ctx.node("Sum", [x, x, x], node.outputs)]
+
+
+def _neg_add_as_sub(ctx, node):
+    """``Add(Neg(a), b)`` -> ``Sub(b, a)``: the Neg left without reader dies."""
+    neg = ctx.producer(node.inputs[0])
+    if neg is None or neg.op_type != "Neg":
+        return None
+    return [ctx.node("Sub", [node.inputs[1], neg.inputs[0]], node.outputs)]
+
+
+class Thrice(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x * 3) + (-y)
+
+
+class NegAdd(torch.nn.Module):
+    def forward(self, x, y):
+        return -x + y
+
+
+def _inputs():
+    return torch.randn(3, 4), torch.randn(3, 4)
+
+
+def _ops(onx) -> list[str]:
+    return [n.op_type for n in onx.graph.node]
+
+
+def _converter_of(onx, op_type: str) -> str:
+    node = next(n for n in onx.graph.node if n.op_type == op_type)
+    return {p.key: p.value for p in node.metadata_props}["pkg.tonnx.converter"]
+
+
+def test_rule_fires_and_is_recorded():
+    pack = _RulePack([RewriteRule("times_three_as_sum", "Mul", _times_three_as_sum)])
+    onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+    assert "Mul" not in _ops(onx)
+    assert _converter_of(onx, "Sum") == f"{pack.name}:times_three_as_sum"
+    assert not _converter_of(onx, "Relu").startswith(pack.name)
+    meta = {p.key: p.value for p in onx.metadata_props}
+    assert meta["pkg.tonnx.rewrites"] == f"{pack.name}:times_three_as_sum x1"
+
+
+def test_dead_producers_are_removed():
+    pack = _RulePack([RewriteRule("neg_add_as_sub", "Add", _neg_add_as_sub)])
+    onx = check_model(NegAdd(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+    assert _ops(onx) == ["Sub"]
+
+
+def test_blocked_pack_rules_never_run():
+    calls = []
+
+    def spy(ctx, node):
+        calls.append(node)
+        return None
+
+    pack = _RulePack([RewriteRule("spy", "Mul", spy)])
+    onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack], packs=[f"no:{pack.name}"]))
+    assert "Mul" in _ops(onx) and not calls
+    check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+    assert calls
+
+
+def test_higher_priority_pack_rule_wins():
+    low = _RulePack([RewriteRule("as_sum", "Mul", _times_three_as_sum)], priority=100)
+
+    def as_adds(ctx, node):
+        x, _ = node.inputs
+        twice = ctx.node("Add", [x, x], 1)
+        return [twice, ctx.node("Add", [twice.outputs[0], x], node.outputs)]
+
+    high = _RulePack([RewriteRule("as_adds", "Mul", as_adds)], priority=150)
+    onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[low, high]))
+    assert "Sum" not in _ops(onx)
+    assert _converter_of(onx, "Add") == f"{high.name}:as_adds"
+
+
+def test_equal_priority_rules_on_one_op_conflict():
+    a = _RulePack([RewriteRule("a", "Mul", _times_three_as_sum)])
+    b = _RulePack([RewriteRule("b", "Mul", _times_three_as_sum)])
+    with pytest.raises(tonnx.ConverterConflictError, match=f"{a.name}:a.*{b.name}:b|{b.name}:b.*{a.name}:a"):
+        tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b]))
+
+
+def test_rule_losing_an_output_is_an_error():
+    def lossy(ctx, node):
+        return [ctx.node("Add", [node.inputs[0], node.inputs[0]], 1)]
+
+    pack = _RulePack([RewriteRule("lossy", "Mul", lossy)])
+    with pytest.raises(tonnx.TonnxError, match="lossy.*must produce every output"):
+        tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+
+
+def test_rule_recreating_its_anchor_stops_with_an_error():
+    def again(ctx, node):
+        return [ctx.node("Mul", list(node.inputs), node.outputs)]
+
+    pack = _RulePack([RewriteRule("again", "Mul", again)])
+    with pytest.raises(tonnx.TonnxError, match="again.*in a chain"):
+        tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+
+
+def test_pack_returning_something_else_fails_to_load():
+    pack = _RulePack(["not a rule"])
+    with pytest.raises(tonnx.PackLoadError, match="RewriteRule"):
+        tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
