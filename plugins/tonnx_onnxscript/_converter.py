@@ -19,8 +19,36 @@ from onnxscript import values
 from tonnx import ConversionError, TonnxError, UnsupportedError
 from tonnx.converters import onnx_type_from_torch
 
+try:
+    from tonnx.converters import named
+except ImportError:  # a tonnx whose interpreter aliases any returned name
+
+    def named(g, result: str, output: str) -> str:
+        return result
+
+
 from ._rebind import Rebinder
 from ._tape import Tape
+
+
+class AliasConverter:
+    """An op torchlib lacks, converted as the torchlib op it maps to (see _aliases.py)."""
+
+    def __init__(self, key: str, alias, target: TorchlibConverter):
+        self.key = key
+        self.alias = alias
+        self.target = target
+        self.__module__ = alias.__module__
+        self.__qualname__ = f"{alias.__name__}->{target.__qualname__}"
+
+    def __call__(self, g, sts, outputs, *args, **kwargs):
+        mapped = self.alias(*args, **kwargs)
+        args, kwargs = mapped[:2]
+        if len(mapped) == 2:
+            return self.target(g, sts, outputs, *args, **kwargs)
+        count = len(self.target.schema_returns())
+        result = self.target(g, sts, [""] * count, *args, **kwargs)[mapped[2]]
+        return named(g, result, outputs[0])
 
 
 class TorchlibConverter:
@@ -38,9 +66,9 @@ class TorchlibConverter:
         return f"TorchlibConverter({self.key!r}, {self.__module__}.{self.__qualname__})"
 
     def __call__(self, g, sts, outputs, *args, **kwargs):
-        _check_real(self.key, g, sts, args, kwargs)
+        strings = self._strings()
+        _check_real(self.key, g, sts, args, kwargs, strings)
         tape = Tape(g, prefix=g.node_prefix)
-        strings = _string_parameters(sts)
         args = [a if i in strings else _argument(tape, a) for i, a in enumerate(args)]
         kwargs = {
             k: (-1 if k == "dtype" and v is None else v if k in strings else _argument(tape, v))
@@ -53,14 +81,24 @@ class TorchlibConverter:
                 result = Rebinder(tape).rebind(self.function)(*args, **kwargs)
         except TonnxError as e:
             if isinstance(e, UnsupportedError):
-                raise UnsupportedError(f"{self._name()}: {e}") from e
+                raise UnsupportedError(f"{self.key} by torchlib's {self._name()}: {e}") from e
             raise
         except Exception as e:
             raise ConversionError(
                 f"onnxscript's torchlib function {self._name()} failed to convert {self.key}: "
                 f"{type(e).__name__}: {e}"
             ) from e
-        return _results(tape, result, len(outputs), self._name())
+        names = _results(tape, result, outputs, self._name())
+        return names[0] if len(outputs) == 1 else names
+
+    def schema_returns(self) -> list:
+        return list(_schema(self.key).returns)
+
+    def _strings(self) -> frozenset:
+        found = self.__dict__.get("_string_params")
+        if found is None:
+            found = self.__dict__["_string_params"] = _string_parameters(self.key)
+        return found
 
     def _name(self) -> str:
         return f"{self.__module__}.{self.__qualname__}"
@@ -69,8 +107,7 @@ class TorchlibConverter:
 _COMPLEX = frozenset({14, 15})  # ONNX COMPLEX64, COMPLEX128
 
 
-def _check_real(key: str, g, sts, args, kwargs) -> None:
-    strings = _string_parameters(sts)
+def _check_real(key: str, g, sts, args, kwargs, strings: frozenset) -> None:
     names = [a for i, a in enumerate(args) if type(a) is str and i not in strings]
     names += [v for k, v in kwargs.items() if type(v) is str and k not in strings]
     if any(d in _COMPLEX for d in sts.dtypes) or any(g.get_type(n) in _COMPLEX for n in names):
@@ -79,12 +116,10 @@ def _check_real(key: str, g, sts, args, kwargs) -> None:
         )
 
 
-def _string_parameters(sts) -> frozenset:
+def _string_parameters(key: str) -> frozenset:
     """Positions and names of the op's ``str`` parameters (``approximate="tanh"``): kept as
     python strings, where every other ``str`` argument is the name of a tonnx result."""
-    schema = getattr(sts, "schema", None)
-    if schema is None and getattr(sts, "node", None) is not None:
-        schema = getattr(sts.node.target, "_schema", None)
+    schema = _schema(key)
     if schema is None:
         return frozenset()
     found = set()
@@ -94,6 +129,14 @@ def _string_parameters(sts) -> frozenset:
         if isinstance(inner, torch.StringType):
             found.update((i, arg.name))
     return frozenset(found)
+
+
+def _schema(key: str):
+    """torch's FunctionSchema of the op ``key`` (None when torch has no such op)."""
+    ns, _, rest = key.partition("::")
+    name, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, ns, None), name, None)
+    return getattr(getattr(packet, overload, None), "_schema", None)
 
 
 def _argument(tape: Tape, arg):
@@ -109,21 +152,26 @@ def _argument(tape: Tape, arg):
     return arg
 
 
-def _results(tape: Tape, result, count: int, name: str) -> tuple[str, ...] | str:
+def _results(tape: Tape, result, outputs: list[str], name: str) -> tuple[str, ...]:
+    """The torchlib results under the names the interpreter asked for."""
     items = list(result) if isinstance(result, (list, tuple)) else [result]
+    if len(items) == 1 and len(outputs) > 1 and items[0].name in tape.sequences:
+        # a sequence (SplitToSequence) where the op has several tensor outputs
+        items = [tape.call_op("SequenceAt", "", 18, (items[0], i), {}) for i in range(len(outputs))]
+    if len(items) != len(outputs):
+        raise ConversionError(
+            f"torchlib function {name} returned {len(items)} result(s), the op has {len(outputs)}."
+        )
     names = []
-    for item in items:
+    for item, output in zip(items, outputs):
         if isinstance(item, ir.Value):
-            names.append(item.name)
+            found = item.name
         elif isinstance(item, (bool, int, float)):
-            names.append(tape.constant(item, _python_dtype(item)).name)
+            found = tape.constant(item, _python_dtype(item)).name
         else:
             raise ConversionError(f"torchlib function {name} returned {item!r}, not a tensor.")
-    if len(names) != count:
-        raise ConversionError(
-            f"torchlib function {name} returned {len(names)} result(s), the op has {count}."
-        )
-    return names[0] if count == 1 else tuple(names)
+        names.append(named(tape.g, found, output))
+    return tuple(names)
 
 
 def _python_dtype(value) -> ir.DataType:

@@ -53,6 +53,23 @@ class TapeValue(ir.Value):
     def _get_magic_handler(self):
         return self._handler
 
+    # comparisons as torch.onnx's symbolic tensors have them (torchlib writes `self < eps`);
+    # no __eq__: values are compared by identity
+    def __lt__(self, other):
+        return self._handler.Less(self, other)
+
+    def __le__(self, other):
+        return self._handler.LessOrEqual(self, other)
+
+    def __gt__(self, other):
+        return self._handler.Greater(self, other)
+
+    def __ge__(self, other):
+        return self._handler.GreaterOrEqual(self, other)
+
+    def __pow__(self, other):
+        return self._handler.Pow(self, other)
+
 
 class Tape:
     """Records the ops of one torchlib call into ``g`` (see the module docstring)."""
@@ -62,12 +79,17 @@ class Tape:
         self.prefix = prefix
         self._target = g.main_opset
         self._arithmetic = OpsetProxy(self, onnx_opset.opset18)
+        #: results that are sequences of tensors (SplitToSequence), with their element type
+        self.sequences: dict[str, int] = {}
 
     # -- values ---------------------------------------------------------------------------------
 
     def value(self, name: str) -> ir.Value:
         """The ir.Value standing for tonnx result ``name`` (type and shape from ``g``)."""
         g = self.g
+        if name in self.sequences:
+            elem = ir.SequenceType(ir.TensorType(ir.DataType(self.sequences[name])))
+            return TapeValue(self._arithmetic, name=name, type=elem)
         shape = g.get_shape(name)
         dims = None if shape is None else ir.Shape([d if type(d) is int else str(d) for d in shape])
         elem = ir.TensorType(ir.DataType(g.get_type(name)))
@@ -120,6 +142,11 @@ class Tape:
         for name in inputs:
             if not name:
                 continue
+            if name in self.sequences:
+                types[name] = helper.make_sequence_type_proto(
+                    helper.make_tensor_type_proto(self.sequences[name], None)
+                )
+                continue
             shape = g.get_shape(name)
             types[name] = helper.make_tensor_type_proto(
                 g.get_type(name), None if shape is None else [d if type(d) is int else str(d) for d in shape]
@@ -137,6 +164,9 @@ class Tape:
             ) from e
         for name in outputs:
             proto = inferred.get(name)
+            if proto is not None and proto.HasField("sequence_type"):
+                self.sequences[name] = proto.sequence_type.elem_type.tensor_type.elem_type
+                continue
             if proto is None or not proto.tensor_type.elem_type:
                 continue
             g.types[name] = proto.tensor_type.elem_type
