@@ -17,6 +17,9 @@ FAMILIES = (
     "normalization",
     "attention",
     "recurrent",
+    "shifts",
+    "counting",
+    "order",
     "decompositions",  # priority 50: only where no direct converter applies
 )
 

@@ -79,7 +79,10 @@ def decomposition_converter(op, decomposition):
     """The converter function of ``op``: it emits the graph its ``expand`` traced."""
 
     def converter(g, sts, outputs, *args, **kwargs):
-        return convert_graph(g, sts, outputs)
+        results = convert_graph(g, sts, outputs)
+        if type(results) is str:
+            return g.op.Identity(results, outputs=outputs) if outputs and outputs[0] else results
+        return tuple(g.op.Identity(r, outputs=[o]) if o and r else r for r, o in zip(results, outputs))
 
     key = key_of(op)
     where = getattr(decomposition, "__module__", None) or "functools"

@@ -1,0 +1,73 @@
+"""Hypothesis tests of median, cummax and cummin against torch eager (NaN, ties, dynamic)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tonnx.testing import check_model, check_op, op_module
+
+COVERS = {
+    "aten::median.default",
+    "aten::median.dim",
+    "aten::cummax.default",
+    "aten::cummin.default",
+}
+
+
+def _values(shape, dtype, seed, nan: bool):
+    gen = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        x = torch.randn(shape, generator=gen).to(dtype)
+        if nan and x.numel() > 2:
+            x.view(-1)[torch.randint(0, x.numel(), (2,), generator=gen)] = float("nan")
+        return x
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    return torch.randint(-50, 50, shape, generator=gen).to(dtype)
+
+
+@given(
+    shape=st.sampled_from([(7,), (3, 5), (2, 3, 4)]),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.int64, torch.int32]),
+    nan=st.booleans(),
+    keepdim=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_median(shape, dtype, nan, keepdim, seed):
+    x = _values(shape, dtype, seed, nan)
+    dim = seed % len(shape) - len(shape) * (seed % 2)
+    check_op(torch.median, [x], expect_op="aten::median.default")
+    # indices are compared only without ties (torch: "not necessarily the first occurrence")
+    if dtype.is_floating_point:
+        check_op(lambda t: torch.median(t, dim, keepdim), [x], expect_op="aten::median.dim")
+    else:
+        check_op(lambda t: torch.median(t, dim, keepdim).values, [x], expect_op="aten::median.dim")
+
+
+@given(
+    shape=st.sampled_from([(6,), (3, 5), (2, 3, 4)]),
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.int64, torch.int32, torch.bool]),
+    nan=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_cummax_cummin(shape, dtype, nan, seed):
+    x = _values(shape, dtype, seed, nan)
+    if not dtype.is_floating_point and dtype != torch.bool:
+        x = x // 10  # ties: torch keeps the latest index
+    dim = seed % len(shape)
+    check_op(lambda t: torch.cummax(t, dim), [x], expect_op="aten::cummax.default")
+    check_op(lambda t: torch.cummin(t, dim), [x], expect_op="aten::cummin.default")
+
+
+def test_dynamic_length():
+    x = torch.tensor([[1.0, 3.0, 3.0, float("nan"), 5.0, float("nan"), 0.0]])
+    module = op_module(lambda t: (torch.cummax(t, 1), torch.median(t, 1)), 1)
+    check_model(
+        module,
+        (x,),
+        dynamic_shapes=({1: "n"},),
+        other_inputs=[(torch.randn(1, 11),), (torch.randn(1, 1),)],
+        expect_ops=["aten::cummax.default", "aten::median.dim"],
+    )
