@@ -11,7 +11,8 @@ than ``MultiHeadAttention`` (bench/bench_ortcontrib.py). Exactness, as torch com
 - torch gives 0 to a query row whose keys are all masked: the bias's dead rows are set to
   0 (no NaN) and the output multiplied by a 0/1 factor, as the aten pack does;
 - float32 only (torch computes half types in float32; the aten pack keeps those), a
-  positive scale (0 means "default" to onnxruntime), no dropout.
+  positive scale (0 means "default" to onnxruntime), no dropout, self-attention shapes
+  (L == S, value head size == key head size: the op's requirements).
 
 The predicate leaves every other call to the aten pack. A rewrite rule then feeds the
 un-repeated key/value of HF's ``repeat_kv`` (Unsqueeze/Expand/Reshape) to the op.
@@ -53,7 +54,7 @@ def _fits(node) -> bool:
         return False
     (b, hq, _, e), (bk, hk, s, ek), (bv, hv, sv, ev) = q.shape, k.shape, v.shape
     static = (hq, e, hk, ek, hv, ev)
-    if not all(type(d) is int for d in static) or ek != e or hk != hv or hq % hk:
+    if not all(type(d) is int for d in static) or ek != e or ev != e or hk != hv or hq % hk:
         return False
     if hk != hq and not call["enable_gqa"]:
         return False
