@@ -45,6 +45,10 @@ def infer_types(g, node) -> None:
         elem = node.attributes["to"]
     elif op_type in _SECOND_INPUT_OPS:
         elem = g.get_type(node.inputs[1])
+    elif op_type == "Constant":  # from an inlined function body (onnxscript converters)
+        elem = _constant_type(node.attributes)
+        if elem is None:
+            return
     elif op_type == "ConstantOfShape":
         value = node.attributes.get("value")
         elem = value.data_type if value is not None else TensorProto.FLOAT
@@ -65,3 +69,23 @@ def infer_types(g, node) -> None:
         for out in outputs[1:]:
             if out:
                 types[out] = rest
+
+
+_CONSTANT_TYPES = {
+    "value_float": TensorProto.FLOAT,
+    "value_floats": TensorProto.FLOAT,
+    "value_int": TensorProto.INT64,
+    "value_ints": TensorProto.INT64,
+    "value_string": TensorProto.STRING,
+    "value_strings": TensorProto.STRING,
+}
+
+
+def _constant_type(attributes: dict) -> int | None:
+    value = attributes.get("value")
+    if value is not None:
+        return getattr(value, "data_type", None)
+    for key, elem in _CONSTANT_TYPES.items():
+        if key in attributes:
+            return elem
+    return None

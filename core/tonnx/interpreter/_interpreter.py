@@ -15,6 +15,7 @@ from .._errors import (
     TonnxError,
     UnsupportedError,
 )
+from .._script_converter import as_converter
 from ..dispatch._converter import target_key
 from . import _higher_order, _mutations, _symbolic
 from ._values import ResultInfo, ShapeNamer
@@ -54,6 +55,8 @@ class Interpreter:
         self._keys: dict[Any, str] = {}
         self._labels: dict[Any, str] = {}
         self._written: dict[Any, tuple[int, ...]] = {}
+        #: candidate -> what to call: its function, or an adapter (an onnxscript function)
+        self._functions: dict[Any, Callable] = {}
         #: one export's memo for graph converters (``expand``), e.g. traced decompositions
         self.cache: dict[Any, Any] = {}
         self._expansions: dict[Any, Any] = {}
@@ -191,7 +194,10 @@ class Interpreter:
         if node in self._expansions:
             info._convert_graph = lambda: self.convert_graph(node)
         try:
-            result = cand.converter.function(g, info, outputs, *args, **kwargs)
+            function = self._functions.get(cand)
+            if function is None:
+                function = self._functions[cand] = as_converter(cand.converter.function)
+            result = function(g, info, outputs, *args, **kwargs)
         except Exception as e:
             raise self._failure(node, cand, e) from e
         self._bind(node, info, outputs, result, cand)
