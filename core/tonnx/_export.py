@@ -39,6 +39,8 @@ def to_onnx(
     strict: bool = False,
     verbose: int = 0,
     report: str | os.PathLike | None = None,
+    export_modules_as_functions: Any = False,
+    inline: bool = False,
 ):
     """Exports ``model`` (an ``nn.Module`` or an ``ExportedProgram``) to ``onnx.ModelProto``.
 
@@ -63,6 +65,9 @@ def to_onnx(
     - ``report``: also write a markdown report there (written on failure too: the failing
       op and its source line, every op lacking a converter and how to enable one; on
       success the ops each pack converted and the time of each phase).
+    - ``export_modules_as_functions``: ``True`` or a set of module classes: each instance
+      becomes a call to an ONNX local function, one function per distinct class and body
+      (weights are function inputs); ``inline=True`` inlines them back (a check).
     """
     kwargs = dict(kwargs or {})
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
@@ -86,11 +91,16 @@ def to_onnx(
             dispatcher=dispatcher,
             optimize=optimize,
             validate=validate,
-            filename=filename,
+            filename=None if export_modules_as_functions else filename,
             external_data=external_data,
             weights=weights,
             record=record,
         )
+        if export_modules_as_functions:
+            from ._functions import finish
+
+            onx = finish(onx, ep, export_modules_as_functions, inline=inline, filename=filename,
+                         external_data=external_data, weights=weights)
     if verbose:
         from ._pretty import pretty
 
