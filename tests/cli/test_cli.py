@@ -168,3 +168,33 @@ def test_progress_bar_draws_only_where_asked():
 
         time.sleep(0.35)
     assert "tonnx [" in stream.getvalue() and "export" in stream.getvalue()
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    """stderr a terminal: the bar is drawn (and cleared); --quiet: nothing."""
+    import pty
+
+    def stderr_on_a_tty(*extra):
+        master, slave = pty.openpty()
+        proc = subprocess.run(
+            [sys.executable, "-m", "tonnx", "export", f"{TARGETS}:mlp", "-o",
+             str(tmp_path / "p.onnx"), *extra],
+            stdout=subprocess.PIPE, stderr=slave, timeout=300,
+        )
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the pty is drained
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+        assert proc.returncode == 0
+        return b"".join(chunks).decode(errors="replace")
+
+    drawn = stderr_on_a_tty()
+    assert "tonnx [" in drawn and "export" in drawn
+    assert stderr_on_a_tty("--quiet") == ""
