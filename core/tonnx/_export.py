@@ -109,8 +109,19 @@ def to_onnx(
 
 
 def _opsets(target_opset) -> dict[str, int]:
-    opsets = {"": target_opset} if isinstance(target_opset, int) else dict(target_opset)
+    if type(target_opset) is int:
+        opsets = {"": target_opset}
+    elif isinstance(target_opset, dict):
+        opsets = dict(target_opset)
+    else:
+        raise TonnxError(
+            f"target_opset={target_opset!r}: give an int (target_opset=20) or a dict of domain "
+            f"versions ({{'': 20, 'com.microsoft': 1}})."
+        )
     main_opset = opsets.setdefault("", DEFAULT_OPSET)
+    bad = {d: v for d, v in opsets.items() if type(v) is not int or not isinstance(d, str)}
+    if bad:
+        raise TonnxError(f"target_opset: versions must be ints keyed by domain name, got {bad}.")
     if not 18 <= main_opset <= 23:
         raise TonnxError(f"target_opset={main_opset} is not supported; choose 18 to 23.")
     return opsets
