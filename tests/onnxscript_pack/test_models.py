@@ -130,3 +130,19 @@ def test_a_failing_torchlib_function_is_named():
         tonnx.to_onnx(M(), (torch.ones(3, dtype=torch.int64), torch.ones(3)), dispatcher=FALLBACK_ONLY)
     message = str(info.value)
     assert "aten::logit.default" in message and "aten_logit" in message, message
+
+
+def test_enabled_from_the_environment(monkeypatch):
+    """TONNX_PACKS=onnxscript enables the fallback like Dispatcher(fallback='onnxscript')."""
+    from tonnx.dispatch._manager import reset_default_manager
+
+    monkeypatch.setenv("TONNX_PACKS", "no:aten,onnxscript")
+    reset_default_manager()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            onx = tonnx.to_onnx(LinearCelu().eval(), (_rand(6, 5),))
+        _all_through_fallback(onx)
+    finally:
+        monkeypatch.delenv("TONNX_PACKS")
+        reset_default_manager()
