@@ -58,6 +58,14 @@ def _explain(args) -> int:
     return 0
 
 
+def _coverage(args) -> int:
+    from ._coverage import coverage_report
+
+    text, status = coverage_report(args.tests, args.pack)
+    print(text)
+    return status
+
+
 def _key_of(text: str) -> str:
     """``aten.add.Tensor`` or ``aten::add.Tensor`` -> ``aten::add.Tensor``."""
     if "::" in text:
@@ -76,6 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     explain.add_argument("op", help="e.g. aten.add.Tensor or aten::relu.default")
     explain.add_argument("--opset", type=int, default=DEFAULT_OPSET)
     explain.set_defaults(run=_explain)
+    coverage = sub.add_parser(
+        "coverage", help="per installed pack: the keys it registers and those its tests cover"
+    )
+    coverage.add_argument(
+        "tests", nargs="*", default=["tests"],
+        help="test folders or files; a test module lists the keys it checks in a COVERS set",
+    )
+    coverage.add_argument("--pack", action="append", help="only this pack (repeatable)")
+    coverage.set_defaults(run=_coverage)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -4,6 +4,13 @@
 other input sets given) and compares every output with torch eager. ``check_op`` does the
 same for one op called with fixed non-tensor arguments, and asserts the op really is in
 the exported program, so a test cannot pass without exercising its converter.
+
+This module is the pack author's kit: strategies and tensor makers for hypothesis tests
+(``tensors``, ``shapes``, ``dtypes``...), the meta-tests every pack runs
+(``assert_pack_covered``, ``assert_follows_schema``), and onnx's reference evaluator
+extended with the installed packs' kernels (``ExtendedReferenceEvaluator``,
+``run_reference``). Installing tonnx also installs a pytest plugin (``tonnx._pytest_plugin``)
+with the "ci" and "deep" hypothesis profiles.
 """
 
 from __future__ import annotations
@@ -13,7 +20,50 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["op_module", "check_model", "check_op", "run_onnxruntime", "run_reference", "assert_close", "op_keys"]
+from ._coverage import assert_follows_schema, assert_pack_covered, covered_keys, pack_converters
+from ._reference import ExtendedReferenceEvaluator, reference_kernels
+from ._strategies import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    NUMBER_DTYPES,
+    broadcast_shapes,
+    dtypes,
+    make_tensor,
+    seeds,
+    shapes,
+    tensors,
+    tolerance,
+    with_specials,
+)
+
+__all__ = [
+    "ALL_DTYPES",
+    "ExtendedReferenceEvaluator",
+    "FLOAT_DTYPES",
+    "INT_DTYPES",
+    "NUMBER_DTYPES",
+    "assert_close",
+    "assert_follows_schema",
+    "assert_pack_covered",
+    "broadcast_shapes",
+    "check_model",
+    "check_op",
+    "covered_keys",
+    "dtypes",
+    "make_tensor",
+    "op_keys",
+    "op_module",
+    "pack_converters",
+    "reference_kernels",
+    "run_onnxruntime",
+    "run_reference",
+    "seeds",
+    "shapes",
+    "tensors",
+    "tolerance",
+    "with_specials",
+]
 
 
 def op_module(
@@ -40,20 +90,20 @@ def op_module(
 
 
 def run_reference(model, feeds: Sequence[Any]) -> list[np.ndarray]:
-    """Runs a model with onnx's reference evaluator (for dtypes onnxruntime lacks)."""
-    from onnx.reference import ReferenceEvaluator
-
-    ref = ReferenceEvaluator(model)
+    """Runs a model with onnx's reference evaluator and the installed packs' kernels for
+    their domains (for dtypes onnxruntime lacks, and for custom domains)."""
+    ref = ExtendedReferenceEvaluator(model)
     names = [i.name for i in model.graph.input]
     return ref.run(None, dict(zip(names, [_to_numpy(f) for f in feeds])))
 
 
-def run_onnxruntime(model, feeds: Sequence[Any]) -> list[np.ndarray]:
-    """Runs an ``onnx.ModelProto`` on CPU with default session options."""
+def run_onnxruntime(model, feeds: Sequence[Any], session_options=None) -> list[np.ndarray]:
+    """Runs an ``onnx.ModelProto`` on CPU; ``session_options`` (an
+    ``onnxruntime.SessionOptions``) registers custom kernels, such as a pack's."""
     import onnxruntime
 
     session = onnxruntime.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]
+        model.SerializeToString(), session_options, providers=["CPUExecutionProvider"]
     )
     names = [i.name for i in session.get_inputs()]
     arrays = [_to_numpy(f) for f in feeds]
@@ -115,6 +165,7 @@ def check_model(
     rtol: float = 1e-4,
     expect_ops: Sequence[str] = (),
     runtime: str = "onnxruntime",
+    session_options=None,
     **to_onnx_kwargs: Any,
 ):
     """Exports ``model`` and checks onnxruntime against torch eager; returns the proto.
@@ -122,21 +173,27 @@ def check_model(
     ``expect_ops`` are op keys that must appear in the exported program.
     ``other_inputs`` are more input tuples (other shapes, for dynamic dimensions).
     ``runtime`` is ``"onnxruntime"`` or ``"reference"`` (onnx's reference evaluator, for
-    dtypes such as bfloat16 that onnxruntime's CPU kernels often lack).
+    dtypes such as bfloat16 that onnxruntime's CPU kernels often lack, and for packs'
+    custom domains); ``session_options`` go to onnxruntime (a pack's kernels).
     """
-    run = {"onnxruntime": run_onnxruntime, "reference": run_reference}[runtime]
+    if runtime == "onnxruntime":
+        def run(onx, feeds):
+            return run_onnxruntime(onx, feeds, session_options)
+    elif runtime == "reference":
+        run = run_reference
+    else:
+        raise ValueError(f"runtime={runtime!r}: use 'onnxruntime' or 'reference'")
     import torch
 
-    from ._export import DEFAULT_OPSET, _opsets, convert_program, export_program
+    from ._program import convert, export_program
 
     kwargs = dict(kwargs or {})
     dynamic_shapes = to_onnx_kwargs.pop("dynamic_shapes", None)
-    opsets = _opsets(to_onnx_kwargs.pop("target_opset", DEFAULT_OPSET))
-    ep, dim_names = export_program(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes)
+    ep = export_program(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes)
     missing = set(expect_ops) - op_keys(ep)
     if missing:
         raise AssertionError(f"{sorted(missing)} not in the exported program: {sorted(op_keys(ep))}")
-    onx = convert_program(ep, dim_names, opsets=opsets, **to_onnx_kwargs)
+    onx = convert(ep, **to_onnx_kwargs)
     for inputs in (args, *other_inputs):
         with torch.no_grad():
             expected = _flat_tensors(model(*inputs, **kwargs))
