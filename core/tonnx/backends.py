@@ -30,8 +30,9 @@ def onnx_custom_backend(gm, example_inputs: Sequence[Any], **options: Any) -> Ca
 def onnx_debug_backend(gm, example_inputs: Sequence[Any], **options: Any) -> Callable:
     """A ``torch.compile`` backend: each captured graph runs in onnx's ReferenceEvaluator.
 
-    ``new_ops`` in ``options`` are extra ``onnx.reference.op_run.OpRun`` classes
-    (kernels for custom-domain ops); the other options go to :func:`tonnx.convert`.
+    The evaluator has the installed packs' kernels for their custom domains
+    (``tonnx.testing.ExtendedReferenceEvaluator``); ``new_ops`` in ``options`` are more
+    ``onnx.reference.op_run.OpRun`` classes; the other options go to :func:`tonnx.convert`.
     """
     return OnnxGraph(gm, runtime="reference", options=options)
 
@@ -92,9 +93,9 @@ class OnnxGraph:
                 onx.SerializeToString(), providers=["CPUExecutionProvider"]
             )
             return lambda feeds: session.run(None, dict(zip(names, feeds)))
-        from onnx.reference import ReferenceEvaluator
+        from ._reference import ExtendedReferenceEvaluator
 
-        evaluator = ReferenceEvaluator(onx, new_ops=[*_reference_fixes(), *self.new_ops])
+        evaluator = ExtendedReferenceEvaluator(onx, new_ops=[*_reference_fixes(), *self.new_ops])
         return lambda feeds: evaluator.run(None, dict(zip(names, feeds)))
 
 
