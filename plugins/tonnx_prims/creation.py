@@ -1,5 +1,5 @@
 """Creation and conversion prims: full, full_like, fill, scalar_tensor, iota, the empty
-family, convert_element_type and device_put.
+family, convert_element_type, copy_to and device_put.
 
 A fill value is rounded to the result dtype the way torch casts a scalar (numpy's cast:
 float to int truncates, non-zero to bool is True). ``empty*`` values are unspecified in
@@ -103,6 +103,17 @@ def prims_convert_element_type(g, sts, outputs, a, dtype):
     return g.op.Cast(a, to=to, outputs=outputs)
 
 
+# prims::copy_to.default
+def prims_copy_to(g, sts, outputs, a, b):
+    "copy_to(Tensor(a!) a, Tensor b) -> Tensor(a!)"
+    # b's values in a's dtype and shape (torch checks the numbers of elements match, so
+    # the shapes differ by size-1 dims only); the interpreter rebinds ``a`` to the result
+    values = cast(g, b, sts.dtype)
+    if g.get_shape(b) == g.get_shape(a):
+        return g.op.Identity(values, outputs=outputs)
+    return g.op.Reshape(values, g.op.Shape(a), outputs=outputs)
+
+
 # prims::device_put.default
 def prims_device_put(g, sts, outputs, a, device, non_blocking=False):
     "device_put(Tensor a, Device device, bool non_blocking=False) -> Tensor"
@@ -119,5 +130,6 @@ CONVERTERS = (
     Converter("prims::empty_permuted.default", prims_empty_permuted),
     Converter("prims::iota.default", prims_iota),
     Converter("prims::convert_element_type.default", prims_convert_element_type),
+    Converter("prims::copy_to.default", prims_copy_to),
     Converter("prims::device_put.default", prims_device_put),
 )

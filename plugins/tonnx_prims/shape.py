@@ -4,8 +4,9 @@ rev, as_strided and the views that are no-ops in ONNX (view_of, clone).
 ONNX tensors have no strides, so a view is its values. Sizes that are symbolic stay
 symbolic: the target shape of a Reshape is built from the input's runtime shape
 (``Shape`` slices) wherever a dim is not a static int. ``as_strided`` reads the input's
-storage, which ONNX does not have: it is converted only when the input is contiguous
-with no storage offset (its storage is then its values) and every size is static.
+storage, which ONNX does not have: it is converted when every size is static and the input's
+values fill its storage span (a contiguous or permuted tensor, as torch's ``_refs`` make
+them), by gathering from the values laid out in storage order.
 """
 
 from __future__ import annotations
@@ -155,26 +156,46 @@ def prims_rev(g, sts, outputs, a, dims):
 def prims_as_strided(g, sts, outputs, a, size, stride, storage_offset):
     "as_strided(Tensor(a!) a, SymInt[] size, SymInt[] stride, SymInt storage_offset) -> Tensor(a!)"
     meta = sts.input_values[0]
-    static = all(type(v) is int for v in (*size, *stride, storage_offset, *g.get_shape(a)))
-    if not static or not meta.is_contiguous() or meta.storage_offset() != 0:
+    shape, strides, base = list(meta.shape), list(meta.stride()), meta.storage_offset()
+    static = all(type(v) is int for v in (*size, *stride, storage_offset, *shape, *strides, base))
+    if static and list(size) == shape and list(stride) == strides and storage_offset == base:
+        return a  # the input itself
+    if not static or not _dense(shape, strides):
         raise UnsupportedError(
-            "prims.as_strided is converted only for a contiguous input without storage "
-            f"offset and static sizes (got sizes {list(size)}, strides {list(stride)}, "
-            f"offset {storage_offset}, input strides {list(meta.stride())})."
+            "prims.as_strided is converted for static sizes and an input whose values fill "
+            f"its storage span (got sizes {list(size)}, strides {list(stride)}, offset "
+            f"{storage_offset}, input sizes {shape}, strides {strides})."
         )
-    index = np.full(tuple(size), storage_offset, dtype=np.int64)
+    index = np.full(tuple(size), storage_offset - base, dtype=np.int64)
     for axis, (n, step) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[axis] = n
-        index = index + (np.arange(n, dtype=np.int64) * step).reshape(shape)
-    numel = math.prod(g.get_shape(a))
+        axis_shape = [1] * len(size)
+        axis_shape[axis] = n
+        index = index + (np.arange(n, dtype=np.int64) * step).reshape(axis_shape)
+    numel = math.prod(shape)
     if index.size and (index.min() < 0 or index.max() >= numel):
         raise UnsupportedError(
-            f"prims.as_strided reads outside the input's {numel} values (storage beyond "
-            "the tensor's own elements is not known in ONNX)."
+            f"prims.as_strided reads storage outside the input's {numel} values, which "
+            "ONNX does not have."
         )
-    flat = g.op.Reshape(a, np.array([-1], dtype=np.int64))
-    return g.op.Gather(flat, index, axis=0, outputs=outputs)
+    return g.op.Gather(_storage_order(g, a, strides), index, axis=0, outputs=outputs)
+
+
+def _dense(shape: list[int], strides: list[int]) -> bool:
+    """True when the values occupy storage ``[offset, offset + numel)`` exactly."""
+    expected = 1
+    for n, s in sorted(((n, s) for n, s in zip(shape, strides) if n != 1), key=lambda d: d[1]):
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _storage_order(g, a: str, strides: list[int]) -> str:
+    """``a``'s values flattened in storage order (dims by decreasing stride)."""
+    perm = sorted(range(len(strides)), key=lambda d: -strides[d])
+    if perm != sorted(perm):
+        a = g.op.Transpose(a, perm=perm)
+    return g.op.Reshape(a, np.array([-1], dtype=np.int64))
 
 
 CONVERTERS = (

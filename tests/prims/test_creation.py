@@ -26,6 +26,7 @@ COVERS = {
     "prims::empty_permuted.default",
     "prims::iota.default",
     "prims::convert_element_type.default",
+    "prims::copy_to.default",
     "prims::device_put.default",
 }
 
@@ -112,3 +113,16 @@ def test_convert_element_type(shape, source, target, specials, seed):
     if specials and source.is_floating_point and target.is_floating_point:
         x = with_specials(x, seed)
     check_op(lambda t: P.convert_element_type(t, target), [x], expect_op="prims::convert_element_type.default")
+
+
+@given(shape=shapes, source=st.sampled_from(DTYPES), target=st.sampled_from(DTYPES), seed=seeds)
+def test_copy_to(shape, source, target, seed):
+    """b's values written into a (a's dtype, b broadcast from fewer dims); a read afterwards."""
+    b = make(seed, shape, source, 0, 50)
+
+    def model(t):
+        a = P.full([1, *shape], 0, dtype=target, device=CPU, requires_grad=False)
+        written = P.copy_to(a, t)
+        return written, P.convert_element_type(a, torch.float64)
+
+    check_op(model, [b], expect_op="prims::copy_to.default")

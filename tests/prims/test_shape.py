@@ -120,8 +120,8 @@ def test_dynamic_shapes(batch, other, seed):
 
 
 @given(shape=st.lists(st.integers(2, 5), min_size=2, max_size=3).map(tuple), data=st.data(), seed=seeds)
-def test_as_strided_of_contiguous(shape, data, seed):
-    """Windows of a contiguous input (what torch's _refs make of slicing)."""
+def test_as_strided(shape, data, seed):
+    """Windows of a contiguous or permuted input (what torch's _refs make of views)."""
     numel = math.prod(shape)
     size = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
     stride = data.draw(st.lists(st.integers(0, 3), min_size=len(size), max_size=len(size)))
@@ -129,8 +129,14 @@ def test_as_strided_of_contiguous(shape, data, seed):
     offset = data.draw(st.integers(0, max(numel - 1 - reach, 0)))
     if offset + reach >= numel:
         return  # would read beyond the input
+    perm = data.draw(st.permutations(range(len(shape))))
     x = make(seed, shape, torch.float32)
-    check_op(lambda t: P.as_strided(t * 1, size, stride, offset), [x], expect_op="prims::as_strided.default")
+
+    def model(t):
+        # a transposed view keeps the storage of t * 1: as_strided reads it in storage order
+        return P.as_strided(P.transpose(t * 1, perm), size, stride, offset)
+
+    check_op(model, [x], expect_op="prims::as_strided.default")
 
 
 def test_as_strided_of_a_dynamic_input_refused():

@@ -8,12 +8,16 @@ aliasing can never produce a wrong number.
 
 from __future__ import annotations
 
+#: views whose schema marks their input written (``prims::as_strided(Tensor(a!) a, ...)``)
+#: although they write nothing: not rebound, not a reason to functionalize
+_VIEWS_MARKED_WRITTEN = frozenset({"prims::as_strided"})
+
 
 def written_arguments(target) -> tuple[tuple[int, int | None], ...]:
     """(argument position, position of the result aliasing it or None) for each argument
     an op overload writes to; empty for functional ops."""
     schema = getattr(target, "_schema", None)
-    if schema is None or not schema.is_mutable:
+    if schema is None or not schema.is_mutable or schema.name in _VIEWS_MARKED_WRITTEN:
         return ()
     found = []
     for i, arg in enumerate(schema.arguments):
@@ -34,7 +38,7 @@ def _is_view(node) -> bool:
     if node.op != "call_function" or schema is None or not schema.returns:
         return False
     alias = schema.returns[0].alias_info
-    return alias is not None and not alias.is_write
+    return alias is not None and (not alias.is_write or schema.name in _VIEWS_MARKED_WRITTEN)
 
 
 def needs_functionalization(graph) -> bool:
