@@ -119,6 +119,13 @@ def aten_searchsorted(g, sts, outputs, sorted_sequence, self, *, out_int32=False
     return g.op.Cast(position, to=TensorProto.INT32 if out_int32 else INT64, outputs=outputs)
 
 
+# aten::bucketize.Tensor, aten::bucketize.Scalar
+def aten_bucketize(g, sts, outputs, self, boundaries, *, out_int32=False, right=False):
+    "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"
+    # the same kernel as searchsorted: right=False is its lower bound, right=True its upper
+    return aten_searchsorted(g, sts, outputs, boundaries, self, out_int32=out_int32, right=right)
+
+
 def _binary_search(g, seq: str, values: str, sorter, upper: bool) -> str:
     """torch's kernel step by step, unrolled: exact even where NaN breaks the order.
 
@@ -176,5 +183,7 @@ CONVERTERS = (
     Converter("aten::bincount.default", aten_bincount),
     Converter("aten::searchsorted.Tensor", aten_searchsorted),
     Converter("aten::searchsorted.Scalar", aten_searchsorted),
+    Converter("aten::bucketize.Tensor", aten_bucketize),
+    Converter("aten::bucketize.Scalar", aten_bucketize),
     Converter("aten::_unique2.default", aten__unique2),
 )

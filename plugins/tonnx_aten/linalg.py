@@ -297,7 +297,32 @@ def aten__pdist_forward(g, sts, outputs, self, p=2.0):
     return g.op.Compress(full, upper, axis=0, outputs=outputs)
 
 
+# aten::det.default
+def aten_det(g, sts, outputs, self):
+    "det(Tensor self) -> Tensor"
+    return aten_linalg_det(g, sts, outputs, self)
+
+
+# aten::linalg_det.default
+def aten_linalg_det(g, sts, outputs, A):
+    "linalg_det(Tensor A) -> Tensor"
+    if sts.dtype != TensorProto.FLOAT:
+        raise UnsupportedError(f"det of element type {sts.dtype}: onnxruntime's Det computes float32 only")
+    return g.op.Det(A, outputs=outputs)
+
+
+# aten::_linalg_det.default
+def aten__linalg_det(g, sts, outputs, A):
+    "_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)"
+    if outputs[1] or outputs[2]:
+        raise UnsupportedError("_linalg_det's LU factors and pivots (ONNX's Det gives the determinant only)")
+    return aten_linalg_det(g, sts, outputs[:1], A), "", ""
+
+
 CONVERTERS = (
+    Converter("aten::linalg_det.default", aten_linalg_det),
+    Converter("aten::det.default", aten_det),
+    Converter("aten::_linalg_det.default", aten__linalg_det),
     Converter("aten::linear.default", aten_linear),
     Converter("aten::t.default", aten_t),
     Converter("aten::mm.default", aten_mm),

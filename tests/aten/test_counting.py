@@ -16,6 +16,8 @@ COVERS = {
     "aten::searchsorted.Tensor",
     "aten::searchsorted.Scalar",
     "aten::_unique2.default",
+    "aten::bucketize.Tensor",
+    "aten::bucketize.Scalar",
 }
 
 
@@ -114,3 +116,15 @@ def test_unique(shape, dtype, seed):
 def test_unique_of_floats_is_refused():
     with pytest.raises(tonnx.UnsupportedError, match="NaN"):
         check_op(torch.unique, [torch.rand(4)], expect_op="aten::_unique2.default")
+
+
+@given(right=st.booleans(), out_int32=st.booleans(), seed=st.integers(0, 1000))
+def test_bucketize(right, out_int32, seed):
+    boundaries = torch.randint(-5, 5, (7,), generator=_gen(seed)).float().sort().values
+    x = torch.randint(-7, 7, (3, 4), generator=_gen(seed + 1)).float()
+    check_op(
+        lambda v, b: torch.bucketize(v, b, out_int32=out_int32, right=right),
+        [x, boundaries],
+        expect_op="aten::bucketize.Tensor",
+    )
+    check_op(lambda b: torch.bucketize(1.0, b, right=right), [boundaries], expect_op="aten::bucketize.Scalar")

@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 from tonnx.testing import check_model, check_op
 
 COVERS = {
+    "aten::linalg_det.default",
+    "aten::det.default",
+    "aten::_linalg_det.default",
     "aten::linear.default",
     "aten::t.default",
     "aten::mm.default",
@@ -245,3 +248,15 @@ def test_inner(shapes, k, dtype, seed):
     b = (*b, k) if b else ()
     tensors = [make(seed, a, dtype), make(seed + 1, b, dtype)]
     check_op(at_least_1d(torch.inner), tensors, expect_op="aten::inner.default", **tol(dtype))
+
+
+@given(batch=st.sampled_from([(), (3,), (2, 2)]), n=st.integers(1, 5), seed=st.integers(0, 1000))
+def test_det(batch, n, seed):
+    a = torch.randn(*batch, n, n, generator=torch.Generator().manual_seed(seed))
+    check_op(torch.linalg.det, [a], expect_op="aten::linalg_det.default", atol=1e-4, rtol=1e-3)
+    check_op(torch.det, [a], expect_op="aten::det.default", atol=1e-4, rtol=1e-3)
+
+
+def test__linalg_det_result_only():
+    a = torch.randn(2, 3, 3)
+    check_op(lambda t: torch.ops.aten._linalg_det(t)[0], [a], expect_op="aten::_linalg_det.default", atol=1e-4, rtol=1e-3)
