@@ -106,6 +106,31 @@ def output_used(sts, outputs, i: int) -> bool:
     return bool(outputs[i])
 
 
+def named(g, result: str, output: str) -> str:
+    """``result`` under the name ``output`` the interpreter asked for (``outputs[i]``).
+
+    For a converter whose result comes out of helpers that cannot take ``outputs``: the
+    node of this converter that produced ``result`` is renamed (and its readers, all added
+    by this converter too), no node is added. A result no node of this converter made (an
+    input returned as is, a constant) is returned unchanged: the interpreter aliases it.
+    """
+    if result == output or not output:
+        return result
+    added = g.nodes[g.op_start:]
+    for k in range(len(added) - 1, -1, -1):
+        outs = added[k].outputs
+        if result in outs:
+            outs[outs.index(result)] = g._claim(output)
+            for reader in added[k + 1:]:
+                reader.inputs = [output if i == result else i for i in reader.inputs]
+            g.results.discard(result)
+            for table in (g.types, g.shapes):
+                if result in table:
+                    table[output] = table.pop(result)
+            return output
+    return result
+
+
 def unused_output(g, elem_type: int) -> str:
     """A placeholder for an output nobody reads (see ``output_used``), removed as dead code."""
     return g.make_initializer("", np.zeros((0,), dtype=numpy_dtype(elem_type)), dedup=False)

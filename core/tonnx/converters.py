@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._converter_helpers import (
     cast,
     is_float,
+    named,
     op_accepts,
     operand,
     opmath_type,
@@ -33,6 +34,7 @@ __all__ = [
     "cast",
     "convert_graph",
     "is_float",
+    "named",
     "numpy_dtype",
     "onnx_type_from_numpy",
     "onnx_type_from_torch",

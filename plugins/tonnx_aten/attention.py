@@ -12,7 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, numpy_dtype, shape_of
+from tonnx.converters import cast, named, numpy_dtype, shape_of
 
 #: Element types computed in float32, as torch's CPU kernels do.
 _UPCAST = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -255,7 +255,9 @@ def aten_scaled_dot_product_attention(
         result = _attention_op(g, query, key, value, attn_mask, is_causal, scale)
     else:
         result = _decomposed(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, elem)
-    return g.op.Cast(result, to=out_type, outputs=outputs) if elem != out_type else result
+    if elem != out_type:
+        return g.op.Cast(result, to=out_type, outputs=outputs)
+    return named(g, result, outputs[0])
 
 
 CONVERTERS = (

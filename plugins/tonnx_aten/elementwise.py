@@ -23,6 +23,7 @@ from tonnx import Converter, UnsupportedError
 from tonnx.converters import (
     cast,
     is_float,
+    named,
     numpy_dtype,
     onnx_type_from_torch,
     operand,
@@ -50,7 +51,7 @@ def _rounded(value, elem: int, compute: int) -> np.ndarray:
 def _result(g, x: str, elem: int, outputs) -> str:
     """``x`` as the op's result: cast to ``elem`` when it was computed in another type."""
     if g.get_type(x) == elem:
-        return x
+        return named(g, x, outputs[0]) if type(outputs) is list else x
     return g.op.Cast(x, to=elem, outputs=outputs)
 
 
@@ -151,7 +152,9 @@ def _add_sub(g, op_type: str, self, other, alpha, elem: int, outputs) -> str:
             raise UnsupportedError("Subtraction of bool tensors (torch raises).")
         a = operand(g, self, BOOL)
         # bool alpha * other is other or nothing
-        return g.op.Or(a, operand(g, other, BOOL), outputs=outputs) if alpha else a
+        if alpha:
+            return g.op.Or(a, operand(g, other, BOOL), outputs=outputs)
+        return named(g, a, outputs[0]) if type(outputs) is list else a
     a, b = operand(g, self, elem), operand(g, other, elem)
     if alpha == 1:
         return g.make_node(op_type, [a, b], outputs)
@@ -682,7 +685,7 @@ def aten_copy(g, sts, outputs, self, src, non_blocking=False):
     "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor"
     value = cast(g, src, sts.dtype)
     if g.get_shape(src) == tuple(sts.shape):
-        return value
+        return named(g, value, outputs[0])
     return g.op.Expand(value, g.op.Shape(self), outputs=outputs)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import numpy_dtype
+from tonnx.converters import named, numpy_dtype
 
 #: torch's gate blocks listed in ONNX's order.
 _LSTM_GATES = (0, 3, 1, 2)
@@ -132,8 +132,8 @@ def _recurrent(g, outputs, op_type, gates, states, input, params, flags, **attri
             final.append(result)
         if not last:
             x = _merged(g, results[0], dirs, hidden, False)
-    output = _merged(g, results[0], dirs, hidden, batch_first) if outputs[0] else ""
-    states_out = [_concat0(g, f) if o else "" for f, o in zip(finals, outputs[1:])]
+    output = named(g, _merged(g, results[0], dirs, hidden, batch_first), outputs[0]) if outputs[0] else ""
+    states_out = [named(g, _concat0(g, f), o) if o else "" for f, o in zip(finals, outputs[1:])]
     return (output, *states_out)
 
 

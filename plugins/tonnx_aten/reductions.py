@@ -17,7 +17,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, is_float, operand
+from tonnx.converters import cast, is_float, named, operand
 
 _HALF = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 # Types onnxruntime's ReduceMax/ReduceMin/ArgMax lack; int32 holds them exactly.
@@ -100,13 +100,13 @@ def _accumulate(g, op_type: str, sts, self: str, dim, keepdim: bool) -> str:
 # aten::sum.default
 def aten_sum(g, sts, outputs, self, dtype=None):
     "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    return _accumulate(g, "ReduceSum", sts, self, None, False)
+    return named(g, _accumulate(g, "ReduceSum", sts, self, None, False), outputs[0])
 
 
 # aten::sum.dim_IntList
 def aten_sum_dim_intlist(g, sts, outputs, self, dim, keepdim=False, dtype=None):
     "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    return _accumulate(g, "ReduceSum", sts, self, dim, keepdim)
+    return named(g, _accumulate(g, "ReduceSum", sts, self, dim, keepdim), outputs[0])
 
 
 # aten::nansum.default
@@ -122,7 +122,7 @@ def aten_nansum(g, sts, outputs, self, dim=None, keepdim=False, dtype=None):
     x = cast(g, cast(g, x, elem), _acc_type(elem))
     if is_float(elem):
         x = g.op.Where(g.op.IsNaN(x), operand(g, 0, _acc_type(elem)), x)
-    return cast(g, _reduce(g, "ReduceSum", x, axes, keep), elem)
+    return named(g, cast(g, _reduce(g, "ReduceSum", x, axes, keep), elem), outputs[0])
 
 
 def _count_nonzero(g, self: str, dim) -> str:
@@ -134,72 +134,73 @@ def _count_nonzero(g, self: str, dim) -> str:
 # aten::mean.default
 def aten_mean(g, sts, outputs, self, dtype=None):
     "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    return _accumulate(g, "ReduceMean", sts, self, None, False)
+    return named(g, _accumulate(g, "ReduceMean", sts, self, None, False), outputs[0])
 
 
 # aten::mean.dim
 def aten_mean_dim(g, sts, outputs, self, dim, keepdim=False, dtype=None):
     "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    return _accumulate(g, "ReduceMean", sts, self, dim, keepdim)
+    return named(g, _accumulate(g, "ReduceMean", sts, self, dim, keepdim), outputs[0])
 
 
 # aten::prod.default
 def aten_prod(g, sts, outputs, self, dtype=None):
     "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor"
-    return _accumulate(g, "ReduceProd", sts, self, None, False)
+    return named(g, _accumulate(g, "ReduceProd", sts, self, None, False), outputs[0])
 
 
 # aten::prod.dim_int
 def aten_prod_dim_int(g, sts, outputs, self, dim, keepdim=False, dtype=None):
     "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    return _accumulate(g, "ReduceProd", sts, self, dim, keepdim)
+    return named(g, _accumulate(g, "ReduceProd", sts, self, dim, keepdim), outputs[0])
 
 
 # aten::count_nonzero.default
 def aten_count_nonzero(g, sts, outputs, self, dim=None):
     "count_nonzero(Tensor self, int? dim=None) -> Tensor"
-    return _count_nonzero(g, self, dim)
+    return named(g, _count_nonzero(g, self, dim), outputs[0])
 
 
 # aten::count_nonzero.dim_IntList
 def aten_count_nonzero_dim_intlist(g, sts, outputs, self, dim):
     "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"
-    return _count_nonzero(g, self, dim)
+    return named(g, _count_nonzero(g, self, dim), outputs[0])
 
 
 # aten::amax.default
 def aten_amax(g, sts, outputs, self, dim=(), keepdim=False):
     "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
     x, axes, keep = _prepare(g, self, dim, keepdim)
-    return _extremum(g, "ReduceMax", x, axes, keep)
+    return named(g, _extremum(g, "ReduceMax", x, axes, keep), outputs[0])
 
 
 # aten::amin.default
 def aten_amin(g, sts, outputs, self, dim=(), keepdim=False):
     "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
     x, axes, keep = _prepare(g, self, dim, keepdim)
-    return _extremum(g, "ReduceMin", x, axes, keep)
+    return named(g, _extremum(g, "ReduceMin", x, axes, keep), outputs[0])
 
 
 # aten::aminmax.default
 def aten_aminmax(g, sts, outputs, self, dim=None, keepdim=False):
     "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)"
     x, axes, keep = _prepare(g, self, dim, keepdim)
-    return _extremum(g, "ReduceMin", x, axes, keep), _extremum(g, "ReduceMax", x, axes, keep)
+    low, high = _extremum(g, "ReduceMin", x, axes, keep), _extremum(g, "ReduceMax", x, axes, keep)
+    return named(g, low, outputs[0]), named(g, high, outputs[1])
 
 
 # aten::max.default
 def aten_max(g, sts, outputs, self):
     "max(Tensor self) -> Tensor"
     x, axes, _ = _prepare(g, self, None, False)
-    return _extremum(g, "ReduceMax", x, axes, False)
+    return named(g, _extremum(g, "ReduceMax", x, axes, False), outputs[0])
 
 
 # aten::min.default
 def aten_min(g, sts, outputs, self):
     "min(Tensor self) -> Tensor"
     x, axes, _ = _prepare(g, self, None, False)
-    return _extremum(g, "ReduceMin", x, axes, False)
+    return named(g, _extremum(g, "ReduceMin", x, axes, False), outputs[0])
 
 
 def _extremum_dim(g, arg_op: str, self: str, dim: int, keepdim: bool) -> tuple[str, str]:
@@ -215,13 +216,15 @@ def _extremum_dim(g, arg_op: str, self: str, dim: int, keepdim: bool) -> tuple[s
 # aten::max.dim
 def aten_max_dim(g, sts, outputs, self, dim, keepdim=False):
     "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
-    return _extremum_dim(g, "ArgMax", self, dim, keepdim)
+    values, indices = _extremum_dim(g, "ArgMax", self, dim, keepdim)
+    return named(g, values, outputs[0]), named(g, indices, outputs[1])
 
 
 # aten::min.dim
 def aten_min_dim(g, sts, outputs, self, dim, keepdim=False):
     "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
-    return _extremum_dim(g, "ArgMin", self, dim, keepdim)
+    values, indices = _extremum_dim(g, "ArgMin", self, dim, keepdim)
+    return named(g, values, outputs[0]), named(g, indices, outputs[1])
 
 
 def _arg_reduce(g, sts, op_type: str, self: str, dim, keepdim: bool) -> str:
@@ -237,13 +240,13 @@ def _arg_reduce(g, sts, op_type: str, self: str, dim, keepdim: bool) -> str:
 # aten::argmax.default
 def aten_argmax(g, sts, outputs, self, dim=None, keepdim=False):
     "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
-    return _arg_reduce(g, sts, "ArgMax", self, dim, keepdim)
+    return named(g, _arg_reduce(g, sts, "ArgMax", self, dim, keepdim), outputs[0])
 
 
 # aten::argmin.default
 def aten_argmin(g, sts, outputs, self, dim=None, keepdim=False):
     "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
-    return _arg_reduce(g, sts, "ArgMin", self, dim, keepdim)
+    return named(g, _arg_reduce(g, sts, "ArgMin", self, dim, keepdim), outputs[0])
 
 
 def _any_all(g, sts, op_type: str, self: str, dim, keepdim: bool) -> str:
@@ -266,37 +269,37 @@ def _any_all_dims(g, sts, op_type: str, self: str, dim, keepdim: bool) -> str:
 # aten::any.default
 def aten_any(g, sts, outputs, self):
     "any(Tensor self) -> Tensor"
-    return _any_all(g, sts, "ReduceMax", self, None, False)
+    return named(g, _any_all(g, sts, "ReduceMax", self, None, False), outputs[0])
 
 
 # aten::any.dim
 def aten_any_dim(g, sts, outputs, self, dim, keepdim=False):
     "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
-    return _any_all(g, sts, "ReduceMax", self, dim, keepdim)
+    return named(g, _any_all(g, sts, "ReduceMax", self, dim, keepdim), outputs[0])
 
 
 # aten::any.dims
 def aten_any_dims(g, sts, outputs, self, dim=None, keepdim=False):
     "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
-    return _any_all_dims(g, sts, "ReduceMax", self, dim, keepdim)
+    return named(g, _any_all_dims(g, sts, "ReduceMax", self, dim, keepdim), outputs[0])
 
 
 # aten::all.default
 def aten_all(g, sts, outputs, self):
     "all(Tensor self) -> Tensor"
-    return _any_all(g, sts, "ReduceMin", self, None, False)
+    return named(g, _any_all(g, sts, "ReduceMin", self, None, False), outputs[0])
 
 
 # aten::all.dim
 def aten_all_dim(g, sts, outputs, self, dim, keepdim=False):
     "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
-    return _any_all(g, sts, "ReduceMin", self, dim, keepdim)
+    return named(g, _any_all(g, sts, "ReduceMin", self, dim, keepdim), outputs[0])
 
 
 # aten::all.dims
 def aten_all_dims(g, sts, outputs, self, dim=None, keepdim=False):
     "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
-    return _any_all_dims(g, sts, "ReduceMin", self, dim, keepdim)
+    return named(g, _any_all_dims(g, sts, "ReduceMin", self, dim, keepdim), outputs[0])
 
 
 def _divisor(g, self: str, axes: list[int], correction, elem: int) -> str:
@@ -329,56 +332,56 @@ def _moments(g, sts, self: str, dim, correction, keepdim: bool) -> tuple[str, st
 def aten_var_correction(g, sts, outputs, self, dim=None, correction=None, keepdim=False):
     "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"
     variance, _ = _moments(g, sts, self, dim, correction, keepdim)
-    return cast(g, variance, sts.dtype)
+    return named(g, cast(g, variance, sts.dtype), outputs[0])
 
 
 # aten::var.dim
 def aten_var_dim(g, sts, outputs, self, dim, unbiased=True, keepdim=False):
     "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"
     variance, _ = _moments(g, sts, self, dim, int(unbiased), keepdim)
-    return cast(g, variance, sts.dtype)
+    return named(g, cast(g, variance, sts.dtype), outputs[0])
 
 
 # aten::std.correction
 def aten_std_correction(g, sts, outputs, self, dim=None, correction=None, keepdim=False):
     "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"
     variance, _ = _moments(g, sts, self, dim, correction, keepdim)
-    return cast(g, g.op.Sqrt(variance), sts.dtype)
+    return named(g, cast(g, g.op.Sqrt(variance), sts.dtype), outputs[0])
 
 
 # aten::std.dim
 def aten_std_dim(g, sts, outputs, self, dim, unbiased=True, keepdim=False):
     "std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"
     variance, _ = _moments(g, sts, self, dim, int(unbiased), keepdim)
-    return cast(g, g.op.Sqrt(variance), sts.dtype)
+    return named(g, cast(g, g.op.Sqrt(variance), sts.dtype), outputs[0])
 
 
 # aten::var_mean.correction
 def aten_var_mean_correction(g, sts, outputs, self, dim=None, correction=None, keepdim=False):
     "var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"
     variance, mean = _moments(g, sts, self, dim, correction, keepdim)
-    return cast(g, variance, sts.dtype), cast(g, mean, sts.dtype)
+    return named(g, cast(g, variance, sts.dtype), outputs[0]), named(g, cast(g, mean, sts.dtype), outputs[1])
 
 
 # aten::var_mean.dim
 def aten_var_mean_dim(g, sts, outputs, self, dim, unbiased=True, keepdim=False):
     "var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)"
     variance, mean = _moments(g, sts, self, dim, int(unbiased), keepdim)
-    return cast(g, variance, sts.dtype), cast(g, mean, sts.dtype)
+    return named(g, cast(g, variance, sts.dtype), outputs[0]), named(g, cast(g, mean, sts.dtype), outputs[1])
 
 
 # aten::std_mean.correction
 def aten_std_mean_correction(g, sts, outputs, self, dim=None, correction=None, keepdim=False):
     "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"
     variance, mean = _moments(g, sts, self, dim, correction, keepdim)
-    return cast(g, g.op.Sqrt(variance), sts.dtype), cast(g, mean, sts.dtype)
+    return named(g, cast(g, g.op.Sqrt(variance), sts.dtype), outputs[0]), named(g, cast(g, mean, sts.dtype), outputs[1])
 
 
 # aten::std_mean.dim
 def aten_std_mean_dim(g, sts, outputs, self, dim, unbiased=True, keepdim=False):
     "std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)"
     variance, mean = _moments(g, sts, self, dim, int(unbiased), keepdim)
-    return cast(g, g.op.Sqrt(variance), sts.dtype), cast(g, mean, sts.dtype)
+    return named(g, cast(g, g.op.Sqrt(variance), sts.dtype), outputs[0]), named(g, cast(g, mean, sts.dtype), outputs[1])
 
 
 # aten::logsumexp.default, aten::special_logsumexp.default
@@ -394,7 +397,7 @@ def aten_logsumexp(g, sts, outputs, self, dim, keepdim=False):
     total = _reduce(g, "ReduceSum", g.op.Exp(g.op.Sub(x, shift)), axes, keep)
     if not keep:
         shift = g.op.Squeeze(shift, axes)
-    return cast(g, g.op.Add(g.op.Log(total), shift), elem)
+    return named(g, cast(g, g.op.Add(g.op.Log(total), shift), elem), outputs[0])
 
 
 def _vector_norm(g, elem: int, self: str, ord, dim, keepdim: bool) -> str:
@@ -422,19 +425,19 @@ def _vector_norm(g, elem: int, self: str, ord, dim, keepdim: bool) -> str:
 # aten::linalg_vector_norm.default
 def aten_linalg_vector_norm(g, sts, outputs, self, ord=2, dim=None, keepdim=False, dtype=None):
     "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
-    return _vector_norm(g, sts.dtype, self, ord, dim, keepdim)
+    return named(g, _vector_norm(g, sts.dtype, self, ord, dim, keepdim), outputs[0])
 
 
 # aten::norm.ScalarOpt_dim
 def aten_norm_scalaropt_dim(g, sts, outputs, self, p, dim, keepdim=False):
     "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor"
-    return _vector_norm(g, sts.dtype, self, 2 if p is None else p, dim, keepdim)
+    return named(g, _vector_norm(g, sts.dtype, self, 2 if p is None else p, dim, keepdim), outputs[0])
 
 
 # aten::norm.Scalar
 def aten_norm_scalar(g, sts, outputs, self, p=2):
     "norm.Scalar(Tensor self, Scalar p=2) -> Tensor"
-    return _vector_norm(g, sts.dtype, self, p, None, False)
+    return named(g, _vector_norm(g, sts.dtype, self, p, None, False), outputs[0])
 
 
 # aten::cumsum.default, aten::cumsum_.default
@@ -443,9 +446,9 @@ def aten_cumsum(g, sts, outputs, self, dim, dtype=None):
     elem = sts.dtype
     x = cast(g, self, elem)
     if g.get_rank(self) == 0:
-        return x
+        return named(g, x, outputs[0])
     value = g.op.CumSum(cast(g, x, _acc_type(elem)), np.array(dim, dtype=np.int64))
-    return cast(g, value, elem)
+    return named(g, cast(g, value, elem), outputs[0])
 
 
 def _scan_body(g, elem: int, prefix: str):
@@ -467,7 +470,7 @@ def aten_cumprod(g, sts, outputs, self, dim, dtype=None):
     x = cast(g, cast(g, self, elem), acc)
     rank = g.get_rank(self)
     if rank == 0:
-        return cast(g, x, elem)
+        return named(g, cast(g, x, elem), outputs[0])
     axis = dim % rank
     # a Scan multiplies in torch's order, so the products round exactly as torch's do
     shape = g.op.Shape(x)
@@ -482,7 +485,7 @@ def aten_cumprod(g, sts, outputs, self, dim, dtype=None):
         scan_input_axes=[axis],
         scan_output_axes=[axis],
     )
-    return cast(g, products, elem)
+    return named(g, cast(g, products, elem), outputs[0])
 
 
 def _softmax(g, op_type: str, elem: int, self: str, dim: int) -> str:
@@ -497,25 +500,25 @@ def _softmax(g, op_type: str, elem: int, self: str, dim: int) -> str:
 # aten::_softmax.default
 def aten__softmax(g, sts, outputs, self, dim, half_to_float):
     "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"
-    return _softmax(g, "Softmax", sts.dtype, self, dim)
+    return named(g, _softmax(g, "Softmax", sts.dtype, self, dim), outputs[0])
 
 
 # aten::softmax.int
 def aten_softmax_int(g, sts, outputs, self, dim, dtype=None):
     "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"
-    return _softmax(g, "Softmax", sts.dtype, self, dim)
+    return named(g, _softmax(g, "Softmax", sts.dtype, self, dim), outputs[0])
 
 
 # aten::_log_softmax.default
 def aten__log_softmax(g, sts, outputs, self, dim, half_to_float):
     "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"
-    return _softmax(g, "LogSoftmax", sts.dtype, self, dim)
+    return named(g, _softmax(g, "LogSoftmax", sts.dtype, self, dim), outputs[0])
 
 
 # aten::log_softmax.int
 def aten_log_softmax_int(g, sts, outputs, self, dim, dtype=None):
     "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"
-    return _softmax(g, "LogSoftmax", sts.dtype, self, dim)
+    return named(g, _softmax(g, "LogSoftmax", sts.dtype, self, dim), outputs[0])
 
 
 # aten::diff.default

@@ -12,7 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, operand, shape_tensor
+from tonnx.converters import cast, named, operand, shape_tensor
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
 _INT64_MIN = int(np.iinfo(np.int64).min)
@@ -110,25 +110,25 @@ def _reshape(g, x: str, out_shape, fallback) -> str:
 # aten::view.default, aten::_unsafe_view.default, aten::view_copy.default
 def aten_view(g, sts, outputs, self, size):
     "view(Tensor(a) self, SymInt[] size) -> Tensor(a)"
-    return _reshape(g, self, sts.shape, lambda: shape_tensor(g, size))
+    return named(g, _reshape(g, self, sts.shape, lambda: shape_tensor(g, size)), outputs[0])
 
 
 # aten::reshape.default
 def aten_reshape(g, sts, outputs, self, shape):
     "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"
-    return _reshape(g, self, sts.shape, lambda: shape_tensor(g, shape))
+    return named(g, _reshape(g, self, sts.shape, lambda: shape_tensor(g, shape)), outputs[0])
 
 
 # aten::_reshape_alias.default
 def aten__reshape_alias(g, sts, outputs, self, size, stride):
     "_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)"
-    return _reshape(g, self, sts.shape, lambda: shape_tensor(g, size))
+    return named(g, _reshape(g, self, sts.shape, lambda: shape_tensor(g, size)), outputs[0])
 
 
 # aten::view_as.default, aten::reshape_as.default
 def aten_view_as(g, sts, outputs, self, other):
     "view_as(Tensor(a) self, Tensor other) -> Tensor(a)"
-    return _reshape(g, self, sts.shape, lambda: g.op.Shape(other))
+    return named(g, _reshape(g, self, sts.shape, lambda: g.op.Shape(other)), outputs[0])
 
 
 # aten::flatten.using_ints
@@ -139,15 +139,15 @@ def aten_flatten(g, sts, outputs, self, start_dim=0, end_dim=-1):
 
     def fallback():
         merged = g.op.ReduceProd(g.op.Shape(self, start=start, end=end + 1), keepdims=1)
-        return g.op.Concat(g.op.Shape(self, end=start), merged, g.op.Shape(self, start=end + 1), axis=0)
+        return named(g, g.op.Concat(g.op.Shape(self, end=start), merged, g.op.Shape(self, start=end + 1), axis=0), outputs[0])
 
-    return _reshape(g, self, sts.shape, fallback)
+    return named(g, _reshape(g, self, sts.shape, fallback), outputs[0])
 
 
 # aten::ravel.default
 def aten_ravel(g, sts, outputs, self):
     "ravel(Tensor(a) self) -> Tensor(a)"
-    return _reshape(g, self, sts.shape, lambda: _i64([-1]))
+    return named(g, _reshape(g, self, sts.shape, lambda: _i64([-1])), outputs[0])
 
 
 # aten::unflatten.int
@@ -157,9 +157,9 @@ def aten_unflatten(g, sts, outputs, self, dim, sizes):
 
     def fallback():
         middle = shape_tensor(g, sizes)
-        return g.op.Concat(g.op.Shape(self, end=axis), middle, g.op.Shape(self, start=axis + 1), axis=0)
+        return named(g, g.op.Concat(g.op.Shape(self, end=axis), middle, g.op.Shape(self, start=axis + 1), axis=0), outputs[0])
 
-    return _reshape(g, self, sts.shape, fallback)
+    return named(g, _reshape(g, self, sts.shape, fallback), outputs[0])
 
 
 # aten::expand.default, aten::expand_copy.default
@@ -173,16 +173,16 @@ def aten_expand(g, sts, outputs, self, size, implicit=False):
         keep = i >= lead and (s == -1 or in_shape[i - lead] == d)
         target.append(1 if keep else (d if type(d) is int else s))
     if lead == 0 and all(t == 1 for t in target):
-        return self
-    return g.op.Expand(self, shape_tensor(g, target))
+        return named(g, self, outputs[0])
+    return named(g, g.op.Expand(self, shape_tensor(g, target)), outputs[0])
 
 
 # aten::expand_as.default
 def aten_expand_as(g, sts, outputs, self, other):
     "expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"
     if g.get_shape(self) == g.get_shape(other):
-        return self
-    return g.op.Expand(self, g.op.Shape(other))
+        return named(g, self, outputs[0])
+    return named(g, g.op.Expand(self, g.op.Shape(other)), outputs[0])
 
 
 # -- permutations ----------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _transpose(g, x: str, perm: list[int]) -> str:
 def aten_permute(g, sts, outputs, self, dims):
     "permute(Tensor(a) self, int[] dims) -> Tensor(a)"
     rank = g.get_rank(self)
-    return _transpose(g, self, [d % rank for d in dims])
+    return named(g, _transpose(g, self, [d % rank for d in dims]), outputs[0])
 
 
 # aten::transpose.int, aten::transpose_.default, aten::transpose_copy.int, aten::swapdims.default
@@ -206,11 +206,11 @@ def aten_transpose(g, sts, outputs, self, dim0, dim1):
     "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"
     rank = g.get_rank(self)
     if rank < 2:
-        return self
+        return named(g, self, outputs[0])
     perm = list(range(rank))
     a, b = dim0 % rank, dim1 % rank
     perm[a], perm[b] = perm[b], perm[a]
-    return _transpose(g, self, perm)
+    return named(g, _transpose(g, self, perm), outputs[0])
 
 
 # aten::swapaxes.default
@@ -244,7 +244,7 @@ def aten_movedim_int(g, sts, outputs, self, source, destination):
 def aten_movedim_intlist(g, sts, outputs, self, source, destination):
     "movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)"
     rank = g.get_rank(self)
-    return _transpose(g, self, _movedim_perm(rank, source, destination)) if rank > 1 else self
+    return named(g, _transpose(g, self, _movedim_perm(rank, source, destination)) if rank > 1 else self, outputs[0])
 
 
 # -- squeeze, unsqueeze ----------------------------------------------------------------------
@@ -266,25 +266,25 @@ def _squeeze(g, sts, x: str, dims) -> str:
 # aten::squeeze.default, aten::squeeze_.default, aten::squeeze_copy.default
 def aten_squeeze(g, sts, outputs, self):
     "squeeze(Tensor(a) self) -> Tensor(a)"
-    return _squeeze(g, sts, self, None)
+    return named(g, _squeeze(g, sts, self, None), outputs[0])
 
 
 # aten::squeeze.dim, aten::squeeze_.dim, aten::squeeze_copy.dim
 def aten_squeeze_dim(g, sts, outputs, self, dim):
     "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)"
-    return _squeeze(g, sts, self, [dim])
+    return named(g, _squeeze(g, sts, self, [dim]), outputs[0])
 
 
 # aten::squeeze.dims, aten::squeeze_.dims, aten::squeeze_copy.dims
 def aten_squeeze_dims(g, sts, outputs, self, dim):
     "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)"
-    return _squeeze(g, sts, self, dim)
+    return named(g, _squeeze(g, sts, self, dim), outputs[0])
 
 
 # aten::unsqueeze.default, aten::unsqueeze_.default, aten::unsqueeze_copy.default
 def aten_unsqueeze(g, sts, outputs, self, dim):
     "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"
-    return g.op.Unsqueeze(self, _i64([dim % (g.get_rank(self) + 1)]))
+    return named(g, g.op.Unsqueeze(self, _i64([dim % (g.get_rank(self) + 1)])), outputs[0])
 
 
 # -- no-ops ----------------------------------------------------------------------------------
@@ -293,20 +293,20 @@ def aten_unsqueeze(g, sts, outputs, self, dim):
 # aten::clone.default
 def aten_clone(g, sts, outputs, self, memory_format=None):
     "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor"
-    return self
+    return named(g, self, outputs[0])
 
 
 # aten::contiguous.default
 def aten_contiguous(g, sts, outputs, self, memory_format=0):
     "contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)"
-    return self
+    return named(g, self, outputs[0])
 
 
 # aten::alias.default, aten::alias_copy.default, aten::detach.default,
 # aten::detach_.default, aten::lift_fresh_copy.default
 def aten_alias(g, sts, outputs, self):
     "alias(Tensor(a) self) -> Tensor(a)"
-    return self
+    return named(g, self, outputs[0])
 
 
 # -- concatenation and splits ----------------------------------------------------------------
@@ -326,7 +326,7 @@ def _concat(g, elem: int, items, dim: int) -> str:
 # aten::cat.default, aten::concat.default, aten::concatenate.default
 def aten_cat(g, sts, outputs, tensors, dim=0):
     "cat(Tensor[] tensors, int dim=0) -> Tensor"
-    return _concat(g, sts.dtype, [(t, g.get_shape(t)) for t in tensors], dim)
+    return named(g, _concat(g, sts.dtype, [(t, g.get_shape(t)) for t in tensors], dim), outputs[0])
 
 
 def _at_least(g, x: str, rank: int) -> tuple[str, tuple]:
@@ -342,13 +342,13 @@ def _at_least(g, x: str, rank: int) -> tuple[str, tuple]:
 def aten_hstack(g, sts, outputs, tensors):
     "hstack(Tensor[] tensors) -> Tensor"
     items = [_at_least(g, t, 1) for t in tensors]
-    return _concat(g, sts.dtype, items, 0 if len(items[0][1]) == 1 else 1)
+    return named(g, _concat(g, sts.dtype, items, 0 if len(items[0][1]) == 1 else 1), outputs[0])
 
 
 # aten::vstack.default
 def aten_vstack(g, sts, outputs, tensors):
     "vstack(Tensor[] tensors) -> Tensor"
-    return _concat(g, sts.dtype, [_at_least(g, t, 2) for t in tensors], 0)
+    return named(g, _concat(g, sts.dtype, [_at_least(g, t, 2) for t in tensors], 0), outputs[0])
 
 
 # aten::stack.default
@@ -356,7 +356,7 @@ def aten_stack(g, sts, outputs, tensors, dim=0):
     "stack(Tensor[] tensors, int dim=0) -> Tensor"
     axis = _i64([dim % (g.get_rank(tensors[0]) + 1)])
     names = [g.op.Unsqueeze(cast(g, t, sts.dtype), axis) for t in tensors]
-    return names[0] if len(names) == 1 else g.op.Concat(*names, axis=int(axis[0]))
+    return named(g, names[0] if len(names) == 1 else g.op.Concat(*names, axis=int(axis[0])), outputs[0])
 
 
 def _split(g, outputs, x: str, sizes, axis: int) -> tuple:
@@ -438,8 +438,8 @@ def aten_tensor_split_indices(g, sts, outputs, self, indices, dim=0):
 def aten_unbind(g, sts, outputs, self, dim=0):
     "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"
     axis = _i64([dim % g.get_rank(self)])
-    pieces = _split(g, outputs, self, [1] * len(outputs), int(axis[0]))
-    return tuple(g.op.Squeeze(p, axis) if o else "" for p, o in zip(pieces, outputs))
+    pieces = _split(g, [""] * len(outputs), self, [1] * len(outputs), int(axis[0]))
+    return tuple(g.op.Squeeze(p, axis, outputs=[o]) if o else "" for p, o in zip(pieces, outputs))
 
 
 # -- slicing ---------------------------------------------------------------------------------
@@ -461,17 +461,17 @@ def aten_slice(g, sts, outputs, self, dim=0, start=None, end=None, step=1):
     size = g.get_shape(self)[axis]
     whole = end == _INT64_MAX or (type(size) is int and type(end) is int and end >= size)
     if start == 0 and step == 1 and whole:
-        return self
-    return g.op.Slice(
+        return named(g, self, outputs[0])
+    return named(g, g.op.Slice(
         self, shape_tensor(g, [start]), shape_tensor(g, [end]), _i64([axis]), shape_tensor(g, [step])
-    )
+    ), outputs[0])
 
 
 # aten::select.int, aten::select_copy.int
 def aten_select(g, sts, outputs, self, dim, index):
     "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"
     index = _i64(index) if type(index) is int else cast(g, index, TensorProto.INT64)
-    return g.op.Gather(self, index, axis=dim % g.get_rank(self))
+    return named(g, g.op.Gather(self, index, axis=dim % g.get_rank(self)), outputs[0])
 
 
 def _narrow_start(g, self: str, axis: int, start):
@@ -496,7 +496,7 @@ def aten_narrow(g, sts, outputs, self, dim, start, length):
         end = begin + length
     else:
         end = g.op.Add(shape_tensor(g, [begin]), shape_tensor(g, [length]))
-    return g.op.Slice(self, shape_tensor(g, [begin]), shape_tensor(g, [end]), _i64([axis]))
+    return named(g, g.op.Slice(self, shape_tensor(g, [begin]), shape_tensor(g, [end]), _i64([axis])), outputs[0])
 
 
 # aten::flip.default
@@ -505,9 +505,9 @@ def aten_flip(g, sts, outputs, self, dims):
     rank = max(g.get_rank(self), 1)
     axes = sorted({d % rank for d in dims})
     if not axes or g.get_rank(self) == 0:
-        return self
+        return named(g, self, outputs[0])
     n = len(axes)
-    return g.op.Slice(self, _i64([-1] * n), _i64([_INT64_MIN] * n), _i64(axes), _i64([-1] * n))
+    return named(g, g.op.Slice(self, _i64([-1] * n), _i64([_INT64_MIN] * n), _i64(axes), _i64([-1] * n)), outputs[0])
 
 
 def _roll(g, x: str, size, shift, axis: int) -> str:
@@ -531,12 +531,12 @@ def aten_roll(g, sts, outputs, self, shifts, dims=()):
     if not dims:
         flat = g.op.Reshape(self, _i64([-1]))
         rolled = _roll(g, flat, _flat_size(g, self), shifts[0], 0)
-        return g.op.Reshape(rolled, g.op.Shape(self))
+        return named(g, g.op.Reshape(rolled, g.op.Shape(self)), outputs[0])
     x, rank = self, g.get_rank(self)
     for shift, dim in zip(shifts, dims):
         axis = dim % rank
         x = _roll(g, x, _dim(g, self, axis), shift, axis)
-    return x
+    return named(g, x, outputs[0])
 
 
 def _flat_size(g, x: str):
@@ -552,8 +552,8 @@ def aten_repeat(g, sts, outputs, self, repeats):
     lead = len(repeats) - g.get_rank(self)
     x = g.op.Unsqueeze(self, _i64(list(range(lead)))) if lead > 0 else self
     if lead == 0 and all(type(r) is int and r == 1 for r in repeats):
-        return x
-    return g.op.Tile(x, shape_tensor(g, list(repeats)))
+        return named(g, x, outputs[0])
+    return named(g, g.op.Tile(x, shape_tensor(g, list(repeats))), outputs[0])
 
 
 # aten::tile.default
@@ -620,7 +620,7 @@ def _mode_pad(g, x: str, pad, mode: str) -> str:
 # aten::constant_pad_nd.default
 def aten_constant_pad_nd(g, sts, outputs, self, pad, value=0):
     "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor"
-    return _constant_pad(g, self, pad, value)
+    return named(g, _constant_pad(g, self, pad, value), outputs[0])
 
 
 # aten::pad.default
@@ -629,20 +629,20 @@ def aten_pad(g, sts, outputs, self, pad, mode="constant", value=None):
     if mode not in _MODES:
         raise UnsupportedError(f"pad mode {mode!r} is not supported (constant, reflect, replicate, circular).")
     if mode == "constant":
-        return _constant_pad(g, self, pad, value or 0)
-    return _mode_pad(g, self, pad, mode)
+        return named(g, _constant_pad(g, self, pad, value or 0), outputs[0])
+    return named(g, _mode_pad(g, self, pad, mode), outputs[0])
 
 
 # aten::reflection_pad1d.default, aten::reflection_pad2d.default, aten::reflection_pad3d.default
 def aten_reflection_pad(g, sts, outputs, self, padding):
     "reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor"
-    return _mode_pad(g, self, padding, "reflect")
+    return named(g, _mode_pad(g, self, padding, "reflect"), outputs[0])
 
 
 # aten::replication_pad1d.default, aten::replication_pad2d.default, aten::replication_pad3d.default
 def aten_replication_pad(g, sts, outputs, self, padding):
     "replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor"
-    return _mode_pad(g, self, padding, "replicate")
+    return named(g, _mode_pad(g, self, padding, "replicate"), outputs[0])
 
 
 # -- pixel shuffles, diagonal, unfold, as_strided --------------------------------------------
@@ -659,13 +659,13 @@ def aten_pixel_shuffle(g, sts, outputs, self, upscale_factor):
     rank = g.get_rank(self)
     floats = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
     if rank == 4 and g.get_type(self) in floats:
-        return g.op.DepthToSpace(self, blocksize=r, mode="CRD")
+        return named(g, g.op.DepthToSpace(self, blocksize=r, mode="CRD"), outputs[0])
     *batch, c, h, w = _dims(g, self)
     nb = len(batch)
     x = g.op.Reshape(self, shape_tensor(g, [*batch, _div(g, c, r * r), r, r, h, w]), allowzero=1)
     x = g.op.Transpose(x, perm=[*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2])
     shape = [*batch, _div(g, c, r * r), _mul(g, h, r), _mul(g, w, r)]
-    return g.op.Reshape(x, shape_tensor(g, shape), allowzero=1)
+    return named(g, g.op.Reshape(x, shape_tensor(g, shape), allowzero=1), outputs[0])
 
 
 # aten::pixel_unshuffle.default
@@ -677,7 +677,7 @@ def aten_pixel_unshuffle(g, sts, outputs, self, downscale_factor):
     x = g.op.Reshape(self, shape_tensor(g, [*batch, c, _div(g, h, r), r, _div(g, w, r), r]), allowzero=1)
     x = g.op.Transpose(x, perm=[*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3])
     shape = [*batch, _mul(g, c, r * r), _div(g, h, r), _div(g, w, r)]
-    return g.op.Reshape(x, shape_tensor(g, shape), allowzero=1)
+    return named(g, g.op.Reshape(x, shape_tensor(g, shape), allowzero=1), outputs[0])
 
 
 def _diagonal_length(g, n, m, row: int, col: int):
@@ -706,7 +706,7 @@ def aten_diagonal(g, sts, outputs, self, offset=0, dim1=0, dim2=1):
     else:
         scalar = [g.op.Squeeze(v) for v in (area, g.op.Add(length, _i64([1])))]
         index = g.op.Range(_i64(0), scalar[0], scalar[1])
-    return g.op.Gather(flat, index, axis=-1)
+    return named(g, g.op.Gather(flat, index, axis=-1), outputs[0])
 
 
 # aten::unfold.default
@@ -728,7 +728,7 @@ def aten_unfold(g, sts, outputs, self, dimension, size, step):
     windows = g.op.Gather(self, index, axis=axis)
     # Gather put (count, size) at axis; torch puts the window size last
     perm = [i for i in range(rank + 1) if i != axis + 1] + [axis + 1]
-    return _transpose(g, windows, perm)
+    return named(g, _transpose(g, windows, perm), outputs[0])
 
 
 def _strided_index(size, stride, offset: int) -> np.ndarray:
@@ -760,8 +760,8 @@ def aten_as_strided(g, sts, outputs, self, size, stride, storage_offset=None):
         )
     flat = g.op.Reshape(self, _i64([-1]))
     if index.size == numel and np.array_equal(index.ravel(), np.arange(numel)):
-        return g.op.Reshape(flat, _i64(list(size)))
-    return g.op.Gather(flat, index)
+        return named(g, g.op.Reshape(flat, _i64(list(size))), outputs[0])
+    return named(g, g.op.Gather(flat, index), outputs[0])
 
 
 # aten::_local_scalar_dense.default

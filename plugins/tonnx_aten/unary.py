@@ -18,6 +18,7 @@ from tonnx import Converter, UnsupportedError
 from tonnx.converters import (
     cast,
     is_float,
+    named,
     numpy_dtype,
     op_accepts,
     opmath_type,
@@ -69,7 +70,7 @@ def _opmath_input(g, sts, self) -> str:
 def _result(g, x: str, elem: int, outputs) -> str:
     """``x`` as the op's result, cast back to ``elem`` when computed in float32."""
     if g.get_type(x) == elem:
-        return x
+        return named(g, x, outputs[0]) if type(outputs) is list else x
     return g.op.Cast(x, to=elem, outputs=outputs)
 
 

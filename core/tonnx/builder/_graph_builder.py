@@ -57,6 +57,9 @@ class GraphBuilder:
         self.current_metadata: dict[str, str] | None = None
         #: prefix of node names, usually the converter's op, so a node leads back to it
         self.node_prefix: str = "n"
+        #: index in ``nodes`` of the first node of the op being converted (the interpreter
+        #: sets it): a converter may rename only the nodes it added
+        self.op_start: int = 0
         #: what the interpreter is doing, quoted by get_debug_msg
         self.debug_context: dict[str, Any] = {}
         self.metadata_props: dict[str, str] = {}

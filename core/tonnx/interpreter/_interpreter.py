@@ -193,6 +193,8 @@ class Interpreter:
         g.debug_context["position"] = position
         if node in self._expansions:
             info._convert_graph = lambda: self.convert_graph(node)
+        outer, g.op_start = g.op_start, len(g.nodes)  # an expansion converts nested nodes
+        start = g.op_start
         try:
             function = self._functions.get(cand)
             if function is None:
@@ -200,7 +202,8 @@ class Interpreter:
             result = function(g, info, outputs, *args, **kwargs)
         except Exception as e:
             raise self._failure(node, cand, e) from e
-        self._bind(node, info, outputs, result, cand)
+        self._bind(node, info, outputs, result, cand, start)
+        g.op_start = outer
         if cand.fallback:
             self.fallback_ops[f"{self._key(node.target)} ({cand.pack})"] += 1
         written = self._written.get(node.target)
@@ -245,7 +248,7 @@ class Interpreter:
                     names[i] = unique(f"{node.name}_{i}")
         return names
 
-    def _bind(self, node, info: ResultInfo, outputs: list[str], result, cand) -> None:
+    def _bind(self, node, info: ResultInfo, outputs: list[str], result, cand, start: int = -1) -> None:
         if result is None:
             results: tuple = ()
         elif type(result) is str:
@@ -268,6 +271,8 @@ class Interpreter:
                     f"{cand.describe()} returned no result for output {expected!r} of "
                     f"{node.name!r}, which the graph uses."
                 )
+            if name != expected and start >= 0:
+                self._check_alias(node, cand, name, expected, start)
             if dtype is None:
                 continue
             known = g.types.get(name) if name in g.results else g.get_type(name)
@@ -281,6 +286,21 @@ class Interpreter:
                 g.types[name] = dtype
                 g.shapes[name] = shape
         self.env[node] = results[0] if len(outputs) == 1 and type(node.meta.get("val")) not in (tuple, list) else results
+
+    def _check_alias(self, node, cand, name: str, expected: str, start: int) -> None:
+        """A result other than the one asked for must be an alias (an input, a constant).
+
+        The outputs contract: a node the converter added is named after ``outputs``, so the
+        ONNX graph reads like the FX graph and the interpreter types what it asked for.
+        """
+        for added in self.g.nodes[start:]:
+            if name in added.outputs:
+                raise ConverterOutputError(
+                    f"{cand.describe()} returned {name!r}, made by its {added.op_type} node, "
+                    f"for output {expected!r} of FX node {node.name!r}: pass outputs=outputs "
+                    f"to the node that makes the result, or return "
+                    f"tonnx.converters.named(g, result, outputs[i])."
+                )
 
     def _metadata(self, node, cand) -> dict[str, str]:
         label = self._labels.get(cand)
