@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import onnx
@@ -69,42 +70,77 @@ def split_at(message, field: int) -> tuple[bytes, bytes]:
     return before.SerializeToString(), after.SerializeToString()
 
 
+def prefetch(items, load):
+    """Yields ``(item, load(item))`` in order; the next item loads in a thread while the
+    caller writes this one (a transpose or a checkpoint read overlaps the disk write)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        previous = None
+        for item in items:
+            future = pool.submit(load, item)
+            if previous is not None:
+                yield previous[0], previous[1].result()
+            previous = item, future
+        if previous is not None:
+            yield previous[0], previous[1].result()
+
+
+def _load(payload):
+    def load(item):
+        name, value = item[0], item[1]
+        data = payload(name, value)
+        if data.nbytes != _serialize.nbytes(value):
+            raise OutputFileError(
+                f"Initializer {name!r} has {data.nbytes} bytes, expected {_serialize.nbytes(value)}."
+            )
+        return data
+
+    return load
+
+
+def write_tensors(f, planned, payload) -> None:
+    """Writes each ``(name, value, offset, size)`` at its offset (zero padding between)."""
+    position = 0
+    for (_, _, offset, _), data in prefetch(planned, _load(payload)):
+        f.write(b"\0" * (offset - position))
+        f.write(data)
+        position = offset + data.nbytes
+        del data
+
+
 def write_inline(model: ModelProto, streamed: dict[str, Any], f, payload) -> None:
     """Writes ``model`` to ``f``; initializers named in ``streamed`` get their ``raw_data``
     from ``payload(name, value)`` (a memoryview of the tensor), written without a copy."""
     graph = model.graph
-    chunks: list[Any] = []  # bytes, or (name, value, nbytes) to stream
+    frames: list[bytes] = []  # each initializer's framing (all of it for a small one)
+    items = []  # (name, value) of the streamed ones, in file order
     for init in graph.initializer:
         header = init.SerializeToString()
         if init.name in streamed:
             value = streamed[init.name]
             size = _serialize.nbytes(value)
             raw = length_prefix(_RAW_DATA, size)
-            chunks.append(length_prefix(_INITIALIZER, len(header) + len(raw) + size) + header + raw)
-            chunks.append((init.name, value, size))
+            frames.append(length_prefix(_INITIALIZER, len(header) + len(raw) + size) + header + raw)
+            items.append((init.name, value))
         else:
-            chunks.append(length_prefix(_INITIALIZER, len(header)) + header)
+            frames.append(length_prefix(_INITIALIZER, len(header)) + header)
     skeleton = ModelProto()
     skeleton.CopyFrom(model)
     skeleton.graph.ClearField("initializer")
     graph_before, graph_after = split_at(skeleton.graph, _INITIALIZER)
     skeleton.ClearField("graph")
     model_before, model_after = split_at(skeleton, _GRAPH)
-    graph_size = len(graph_before) + len(graph_after)
-    graph_size += sum(len(c) if isinstance(c, bytes) else c[2] for c in chunks)
+    graph_size = len(graph_before) + len(graph_after) + sum(len(fr) for fr in frames)
+    graph_size += sum(_serialize.nbytes(value) for _, value in items)
     f.write(model_before)
     f.write(length_prefix(_GRAPH, graph_size))
     f.write(graph_before)
-    for chunk in chunks:
-        if isinstance(chunk, bytes):
-            f.write(chunk)
-            continue
-        name, value, size = chunk
-        data = payload(name, value)
-        if data.nbytes != size:
-            raise OutputFileError(f"Initializer {name!r} has {data.nbytes} bytes, expected {size}.")
-        f.write(data)
-        del data
+    tensors = prefetch(items, _load(payload))
+    for init, frame in zip(graph.initializer, frames):
+        f.write(frame)
+        if init.name in streamed:
+            _, data = next(tensors)
+            f.write(data)
+            del data
     f.write(graph_after)
     f.write(model_after)
 
@@ -224,7 +260,7 @@ def save(g, filename: str, *, external_data: bool, payload=None) -> ModelProto:
     files = ModelFile(filename)
     files.clean_stale()
     tmp_model = files.tmp(files.base)
-    tmp_data = data_path = writer = None
+    tmp_data = data_path = None
     try:
         if external_data:
             location = files.free_data_name()
@@ -247,8 +283,6 @@ def save(g, filename: str, *, external_data: bool, payload=None) -> ModelProto:
     except OSError as e:
         raise OutputFileError(f"Cannot write {filename!r}: {e}") from e
     finally:
-        if writer is not None:
-            writer.close()
         for path in (tmp_model, tmp_data, data_path):
             if path is not None:
                 _remove(path)
