@@ -91,3 +91,18 @@ def test_one_shape_tensor_for_ints_symints_and_shape_slices():
     x, other = torch.rand(3, 4), torch.rand(5, 4)
     check_model(Model(), (x,), other_inputs=[(other,)], dynamic_shapes=({0: "n"},),
                 dispatcher=tonnx.Dispatcher({"aten::view.default": view}))
+
+
+def test_kit_surface_is_pinned():
+    """What a pack's tests may use from tonnx.testing (docs/writing-a-pack.md)."""
+    import tonnx.testing
+
+    assert sorted(tonnx.testing.__all__) == sorted([
+        "ALL_DTYPES", "ExtendedReferenceEvaluator", "FLOAT_DTYPES", "INT_DTYPES", "NUMBER_DTYPES",
+        "assert_close", "assert_follows_schema", "assert_pack_covered", "broadcast_shapes",
+        "check_model", "check_op", "covered_keys", "dtypes", "make_tensor", "op_keys",
+        "op_module", "pack_converters", "reference_kernels", "run_onnxruntime", "run_reference",
+        "seeds", "shapes", "tensors", "tolerance", "with_specials",
+    ])
+    for name in tonnx.testing.__all__:
+        assert getattr(tonnx.testing, name) is not None

@@ -99,3 +99,8 @@ def test_reference_kernels_are_loaded_for_the_domain():
 
     kernels = reference_kernels(packs=["example"])
     assert [(k.__name__, k.op_domain) for k in kernels] == [("SoftClip", tonnx_example_pack.DOMAIN)]
+
+
+def test_tonnx_coverage_reports_the_pack():
+    row = next(r for r in _tonnx("coverage", str(HERE), "--pack", "example").splitlines() if r.startswith("example"))
+    assert row.split() == ["example", "1", "1", "0", "-"]
