@@ -51,6 +51,15 @@ def _reshape(g, x: str, dims: list, outputs) -> str:
 def prims_broadcast_in_dim(g, sts, outputs, a, shape, broadcast_dimensions):
     "broadcast_in_dim(Tensor(a) a, SymInt[] shape, int[] broadcast_dimensions) -> Tensor(a)"
     new_axes = [i for i in range(len(shape)) if i not in set(broadcast_dimensions)]
+    unsqueezed = list(g.get_shape(a))
+    for axis in new_axes:
+        unsqueezed.insert(axis, 1)
+    if unsqueezed == list(shape) and all(type(d) is int for d in shape):
+        # nothing to expand (no Expand node: onnxruntime's ExpandElimination mishandles
+        # some of them)
+        if not new_axes:
+            return a
+        return g.op.Unsqueeze(a, np.array(new_axes, dtype=np.int64), outputs=outputs)
     x = g.op.Unsqueeze(a, np.array(new_axes, dtype=np.int64)) if new_axes else a
     return g.op.Expand(x, shape_tensor(g, list(shape)), outputs=outputs)
 
