@@ -167,9 +167,8 @@ def _t5_inputs(config, batch: int, past: int, enc: int, seed: int) -> dict:
     }
 
 
-def test_t5_decoder_with_cache():
+def _check_t5_step(model):
     """The decoder step of an encoder-decoder: self-attention cache grows, cross-attention's is reused."""
-    model = T.t5()[0].model
     config = model.config
     dynamic = {
         "decoder_input_ids": {0: "batch"},
@@ -208,3 +207,58 @@ def test_t5_decoder_with_cache():
         for i, layer in enumerate(out.past_key_values.self_attention_cache.layers):
             np.testing.assert_allclose(got[f"present.{i}.decoder.key"], layer.keys.numpy(), atol=ATOL)
             np.testing.assert_allclose(got[f"present.{i}.decoder.value"], layer.values.numpy(), atol=ATOL)
+    return onx
+
+
+def test_t5_decoder_with_cache():
+    """T5's decoder step with an EncoderDecoderCache; the first decoder step (empty caches:
+    cross-attention keys computed from the encoder output) is its own export, whose presents
+    feed the cached step's model."""
+    model = T.t5()[0].model
+    config = model.config
+    step = _check_t5_step(model)
+
+    def first_inputs(batch, enc, seed):
+        gen = torch.Generator().manual_seed(seed)
+        return {
+            "decoder_input_ids": torch.randint(0, config.vocab_size, (batch, 1), generator=gen),
+            "encoder_outputs": (torch.randn(batch, enc, config.d_model, generator=gen),),
+            "attention_mask": torch.ones(batch, enc, dtype=torch.int64),
+            "past_key_values": EncoderDecoderCache(DynamicCache(), DynamicCache()),
+        }
+
+    first = tonnx.to_onnx(
+        model,
+        kwargs=first_inputs(2, 6, 0),
+        dynamic_shapes={
+            "decoder_input_ids": {0: "batch"},
+            "encoder_outputs": {0: "batch", 1: "encoder_sequence"},
+            "attention_mask": {0: "batch", 1: "encoder_sequence"},
+        },
+    )
+    first_sess = ort.InferenceSession(first.SerializeToString(), providers=["CPUExecutionProvider"])
+    step_sess = ort.InferenceSession(step.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = first_inputs(3, 9, 1)
+    hidden = inputs["encoder_outputs"][0]
+    feeds = {
+        "decoder_input_ids": inputs["decoder_input_ids"].numpy(),
+        "encoder_outputs.0": hidden.numpy(),
+        "attention_mask": inputs["attention_mask"].numpy(),
+    }
+    names = [o.name for o in first_sess.get_outputs()]
+    got = dict(zip(names, first_sess.run(None, feeds)))
+    with torch.no_grad():
+        out = model(**inputs, use_cache=True)
+    np.testing.assert_allclose(got["logits"], out.logits.numpy(), atol=ATOL, rtol=1e-4)
+
+    next_ids = out.logits[:, -1:].argmax(-1)
+    step_feeds = {**feeds, "decoder_input_ids": next_ids.numpy()}
+    step_feeds.update({k.replace("present", "past_key_values"): v for k, v in got.items() if k.startswith("present.")})
+    step_names = [o.name for o in step_sess.get_outputs()]
+    got = dict(zip(step_names, step_sess.run(None, {i.name: step_feeds[i.name] for i in step_sess.get_inputs()})))
+    with torch.no_grad():
+        out = model(
+            decoder_input_ids=next_ids, encoder_outputs=(hidden,), attention_mask=inputs["attention_mask"],
+            past_key_values=out.past_key_values, use_cache=True,
+        )
+    np.testing.assert_allclose(got["logits"], out.logits.numpy(), atol=ATOL, rtol=1e-4)

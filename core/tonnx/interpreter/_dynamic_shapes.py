@@ -76,9 +76,10 @@ def _pytree_children(arg) -> list | None:
 def _walk(arg, spec, path: str, named: list):
     if _is_tensor(arg):
         return _per_tensor(spec, arg, path, named)
-    if spec is None:
-        return None
     children = _pytree_children(arg)
+    if spec is None:
+        # torch.export wants a registered node's structure even when nothing in it is dynamic
+        return None if children is None else [_walk(a, None, path, named) for a in children]
     if _is_axis_dict(spec) and (children is not None or isinstance(arg, (list, tuple))):
         items = children if children is not None else arg
         # one {axis: name} for the whole container: the same spec for every tensor in it
