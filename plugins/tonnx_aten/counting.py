@@ -3,7 +3,7 @@
 Counts are accumulated with ``ScatterElements(reduction="add")`` (linear in the input, no
 one-hot), in the order torch's CPU kernels add them. Each converter follows the kernel's
 arithmetic step by step where it decides a bin (histc), and refuses what onnxruntime
-cannot reproduce exactly (float unique with NaN ordering, unsorted unique).
+cannot reproduce exactly (float unique: NaN ordering).
 """
 
 from __future__ import annotations
@@ -157,8 +157,7 @@ def _binary_search(g, seq: str, values: str, sorter, upper: bool) -> str:
 def aten__unique2(g, sts, outputs, self, sorted=True, return_inverse=False, return_counts=False):
     "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)"
     elem = g.get_type(self)
-    if not sorted:
-        raise UnsupportedError("unique(sorted=False): torch's CPU order (a hash set) is not reproducible")
+    # sorted=False: torch's CPU kernel sorts anyway ("always sort ... faster than hash table")
     if elem not in (INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8, TensorProto.UINT8, BOOL):
         raise UnsupportedError(
             f"unique of element type {elem}: onnxruntime's Unique orders NaN differently from "

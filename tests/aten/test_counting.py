@@ -106,6 +106,7 @@ def test_searchsorted_with_sorter_and_nan():
 def test_unique(shape, dtype, seed):
     x = torch.randint(0, 5, shape, generator=_gen(seed)).to(dtype)
     check_op(lambda t: torch.unique(t), [x], expect_op="aten::_unique2.default")
+    check_op(lambda t: torch.unique(t, sorted=False), [x], expect_op="aten::_unique2.default")
     check_op(
         lambda t: torch.unique(t, return_inverse=True, return_counts=True),
         [x],

@@ -1,0 +1,319 @@
+"""OpInfo conformance: torch's OpInfo database through tonnx and onnxruntime.
+
+    python -m tests.conformance.opinfo                       # float32, default packs
+    python -m tests.conformance.opinfo --dtype float16 --dtype int64 --dtype bool
+    python -m tests.conformance.opinfo --fallback onnxscript # onnxscript fallback pack added
+    python -m tests.conformance.opinfo --exporter torch.onnx # torch.onnx.export(dynamo=True)
+    python -m tests.conformance.opinfo --ops 'sinc|logaddexp' --show mismatch,error
+
+Every OpInfo of ``op_db`` is called on up to ``--samples`` CPU sample inputs per dtype,
+exported and run in onnxruntime, and compared with torch eager. A sample ends in one of:
+
+- ``pass``: onnxruntime matches torch (dtype, shape, values within the dtype's tolerance);
+- ``mismatch``: it does not: a bug (the converter must be fixed or refuse that case);
+- ``unsupported``: refused at export with a typed error (ConverterNotFoundError,
+  UnsupportedError, or the other exporter's equivalent);
+- ``error``: any other failure (a converter crash, onnxruntime refusing the model);
+- ``skipped``: not a test of the exporter: torch.export cannot trace the sample, the
+  sample has complex or non-CPU values, or the op is random (eager differs from itself).
+
+An op counts as passing when all its samples of that dtype pass; its class is the worst
+of its samples (mismatch > error > unsupported > pass), skipped when all are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import sys
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OUTCOMES = ("pass", "mismatch", "unsupported", "error", "skipped")
+_RANK = {"mismatch": 4, "error": 3, "unsupported": 2, "pass": 1, "skipped": 0}
+
+#: (atol, rtol) per dtype: onnxruntime and torch sum and round differently
+TOLERANCE = {
+    "float32": (1e-4, 1e-4),
+    "float64": (1e-7, 1e-7),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (5e-2, 5e-2),
+}
+
+
+@dataclass
+class Result:
+    op: str
+    dtype: str
+    outcome: str
+    detail: str = ""
+    samples: list = field(default_factory=list)
+
+
+class _Skip(Exception):
+    pass
+
+
+def _dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+def _module(fn, leaves, spec, slots):
+    import torch
+    import torch.utils._pytree as pytree
+
+    class OpInfoSample(torch.nn.Module):
+        def forward(self, *tensors):
+            filled = list(leaves)
+            for i, t in zip(slots, tensors):
+                filled[i] = t
+            inp, args, kwargs = pytree.tree_unflatten(filled, spec)
+            return fn(inp, *args, **kwargs)
+
+    return OpInfoSample()
+
+
+def _tensors(value) -> list:
+    import torch
+    import torch.utils._pytree as pytree
+
+    return [v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
+
+
+def _prepare(opinfo, sample):
+    """(module, input tensors, expected outputs) or _Skip."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    slots = [i for i, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
+    tensors = [leaves[i] for i in slots]
+    if not tensors:
+        raise _Skip("no tensor input")
+    if any(t.is_complex() or t.device.type != "cpu" or t.layout != torch.strided for t in tensors):
+        raise _Skip("complex, sparse or non-CPU input")
+    tensors = [t.detach().contiguous() for t in tensors]
+    module = _module(opinfo.op, leaves, spec, slots)
+    with torch.no_grad():
+        first = _tensors(module(*[t.clone() for t in tensors]))
+        second = _tensors(module(*[t.clone() for t in tensors]))
+    if not first:
+        raise _Skip("no tensor output")
+    if any(t.is_complex() for t in first):
+        raise _Skip("complex output")
+    for a, b in zip(first, second):
+        if a.shape != b.shape or not torch.equal(a.nan_to_num(), b.nan_to_num()):
+            raise _Skip("random op (eager differs from itself)")
+    return module, tensors, first
+
+
+def _export_tonnx(module, tensors, dispatcher):
+    import torch
+
+    import tonnx
+    from tonnx._export import DEFAULT_OPSET, convert_program
+
+    try:
+        ep = torch.export.export(module, tuple(tensors))
+    except Exception as e:
+        raise _Skip(f"torch.export: {type(e).__name__}") from e
+    try:
+        return convert_program(ep, {}, opsets={"": DEFAULT_OPSET}, dispatcher=dispatcher)
+    except (tonnx.ConverterNotFoundError, tonnx.UnsupportedError) as e:
+        raise _Unsupported(" ".join(str(e).split("\n")[:2])[:300]) from e
+
+
+def _export_torch_onnx(module, tensors, dispatcher):
+    import torch
+
+    try:
+        ep = torch.export.export(module, tuple(tensors))
+    except Exception as e:
+        raise _Skip(f"torch.export: {type(e).__name__}") from e
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            program = torch.onnx.export(ep, dynamo=True, verbose=False, report=False)
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            if "DispatchError" in text or "No decompositions registered" in text or "ConversionError" in text:
+                raise _Unsupported(text.splitlines()[0][:300]) from e
+            raise
+    return program.model_proto
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _compare(expected, got, dtype_name: str) -> str:
+    """'' when equal within tolerance, else what differs."""
+    from tonnx.testing import assert_close
+
+    atol, rtol = TOLERANCE.get(dtype_name, (0, 0))
+    if len(got) != len(expected):
+        return f"{len(expected)} outputs in torch, {len(got)} in onnx"
+    for i, (e, o) in enumerate(zip(expected, got)):
+        if e.dtype.is_floating_point:
+            a, r = TOLERANCE.get(str(e.dtype).split(".")[-1], (atol, rtol))
+        else:
+            a, r = 0, 0
+        try:
+            assert_close(e, np.asarray(o), atol=a, rtol=r, what=f"output {i}: ")
+        except AssertionError as err:
+            return str(err).replace("\n", " ")[:300]
+    return ""
+
+
+def run_sample(opinfo, sample, dtype_name: str, export, dispatcher) -> tuple[str, str]:
+    from tonnx.testing import run_onnxruntime
+
+    try:
+        module, tensors, expected = _prepare(opinfo, sample)
+    except _Skip as e:
+        return "skipped", str(e)
+    except Exception as e:
+        return "skipped", f"eager: {type(e).__name__}"
+    try:
+        model = export(module, tensors, dispatcher)
+    except _Skip as e:
+        return "skipped", str(e)
+    except _Unsupported as e:
+        return "unsupported", str(e)
+    except Exception as e:
+        return "error", f"export: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    try:
+        got = run_onnxruntime(model, tensors)
+    except Exception as e:
+        return "error", f"onnxruntime: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    diff = _compare(expected, got, dtype_name)
+    return ("mismatch", diff) if diff else ("pass", "")
+
+
+def op_name(opinfo) -> str:
+    return opinfo.name + (f".{opinfo.variant_test_name}" if opinfo.variant_test_name else "")
+
+
+def run_op(opinfo, dtype_name: str, *, samples: int, export, dispatcher) -> Result:
+    import torch
+
+    dtype = _dtype(dtype_name)
+    name = op_name(opinfo)
+    if dtype not in opinfo.supported_dtypes("cpu"):
+        return Result(name, dtype_name, "skipped", "dtype not supported by the op")
+    try:
+        generator = opinfo.sample_inputs("cpu", dtype, requires_grad=False)
+        picked = []
+        for sample in generator:
+            picked.append(sample)
+            if len(picked) >= samples:
+                break
+    except Exception as e:
+        return Result(name, dtype_name, "skipped", f"sample inputs: {type(e).__name__}")
+    outcomes = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for sample in picked:
+            torch.manual_seed(0)
+            outcomes.append(run_sample(opinfo, sample, dtype_name, export, dispatcher))
+    if not outcomes:
+        return Result(name, dtype_name, "skipped", "no sample")
+    worst = max(outcomes, key=lambda o: _RANK[o[0]])
+    if worst[0] == "skipped" or all(o[0] == "skipped" for o in outcomes):
+        return Result(name, dtype_name, "skipped", worst[1], outcomes)
+    tested = [o for o in outcomes if o[0] != "skipped"]
+    worst = max(tested, key=lambda o: _RANK[o[0]])
+    return Result(name, dtype_name, worst[0], worst[1], outcomes)
+
+
+def select_ops(pattern: str | None, limit: int | None = None) -> list:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    ops = [o for o in op_db if pattern is None or re.search(pattern, op_name(o))]
+    return ops[:limit] if limit else ops
+
+
+def make_dispatcher(fallback: str | None):
+    """The dispatcher for ``--fallback`` (None: the default one), or a message why not."""
+    if not fallback:
+        return None, ""
+    import tonnx
+    from tonnx.dispatch._manager import default_manager
+
+    if fallback not in default_manager().specs:
+        return None, f"fallback pack {fallback!r} is not installed: ran without it"
+    return tonnx.Dispatcher(fallback=fallback), ""
+
+
+def sweep(ops, dtypes, *, samples=2, exporter="tonnx", fallback=None, progress=None) -> list[Result]:
+    export = {"tonnx": _export_tonnx, "torch.onnx": _export_torch_onnx}[exporter]
+    dispatcher, _note = make_dispatcher(fallback) if exporter == "tonnx" else (None, "")
+    results = []
+    for dtype_name in dtypes:
+        for opinfo in ops:
+            result = run_op(opinfo, dtype_name, samples=samples, export=export, dispatcher=dispatcher)
+            results.append(result)
+            if progress:
+                progress(result)
+    return results
+
+
+def table(results: list[Result]) -> str:
+    """Markdown table: op counts per outcome, one row per dtype."""
+    by_dtype: dict[str, Counter] = {}
+    for r in results:
+        by_dtype.setdefault(r.dtype, Counter())[r.outcome] += 1
+    lines = ["| dtype | " + " | ".join(OUTCOMES) + " | ops |", "|---" * (len(OUTCOMES) + 2) + "|"]
+    for dtype, counts in by_dtype.items():
+        lines.append(
+            f"| {dtype} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + f" | {sum(counts.values())} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.conformance.opinfo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtype", action="append", help="float32 (default), float16, bfloat16, int64, bool, ...")
+    parser.add_argument("--samples", type=int, default=2, help="sample inputs per op and dtype (default 2)")
+    parser.add_argument("--ops", help="regular expression on OpInfo names (name.variant)")
+    parser.add_argument("--limit", type=int, help="first N matching OpInfos only")
+    parser.add_argument("--fallback", help="enable a fallback pack, e.g. onnxscript")
+    parser.add_argument("--exporter", default="tonnx", choices=["tonnx", "torch.onnx"])
+    parser.add_argument("--show", default="mismatch,error", help="outcomes to list op by op")
+    parser.add_argument("--list", help="write 'outcome dtype op detail' lines to this file")
+    args = parser.parse_args(argv)
+    dtypes = args.dtype or ["float32"]
+    _dispatcher, note = make_dispatcher(args.fallback) if args.exporter == "tonnx" else (None, "")
+    if note:
+        print(f"NOTE: {note}")
+    ops = select_ops(args.ops, args.limit)
+    show = set(args.show.split(",")) if args.show else set()
+    start = time.perf_counter()
+
+    def progress(r: Result) -> None:
+        if r.outcome in show:
+            print(f"{r.outcome:11s} {r.dtype:8s} {r.op}: {r.detail}", flush=True)
+
+    results = sweep(ops, dtypes, samples=args.samples, exporter=args.exporter, fallback=args.fallback, progress=progress)
+    label = args.exporter + (f" + fallback {args.fallback}" if args.fallback and not note else "")
+    print(f"\n{label}: {len(ops)} OpInfos, up to {args.samples} CPU samples each, "
+          f"{time.perf_counter() - start:.0f} s")
+    print(table(results))
+    if args.list:
+        with open(args.list, "w") as f:
+            for r in results:
+                f.write(f"{r.outcome}\t{r.dtype}\t{r.op}\t{r.detail}\n")
+    return 1 if any(r.outcome == "mismatch" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
