@@ -86,3 +86,13 @@ def not_a_tuple():
 
 def raises():
     raise RuntimeError("cannot build the model today")
+
+
+class Angle(torch.nn.Module):
+    def forward(self, x):
+        return torch.angle(x) * 2
+
+
+def needs_fallback():
+    """An op only the onnxscript fallback pack converts (aten::angle)."""
+    return Angle(), (torch.randn(3, 4),)

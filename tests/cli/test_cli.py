@@ -198,3 +198,16 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     drawn = stderr_on_a_tty()
     assert "tonnx [" in drawn and "export" in drawn
     assert stderr_on_a_tty("--quiet") == ""
+
+
+def test_fallback_named_by_the_report_fixes_the_export(tmp_path):
+    report = str(tmp_path / "r.md")
+    out = str(tmp_path / "a.onnx")
+    r = tonnx("export", f"{TARGETS}:needs_fallback", "-o", out, "--report", report, "-q")
+    assert r.returncode == 3 and r.stdout == ""
+    assert "`tonnx export ... --fallback onnxscript`" in open(report).read()
+    r = tonnx("export", f"{TARGETS}:needs_fallback", "-o", out, "--fallback", "onnxscript", "--verify")
+    assert r.returncode == 0, r.stderr
+    assert "(ok)" in r.stdout
+    meta = {p.key: p.value for p in onnx.load(out).metadata_props}
+    assert "aten::angle.default (onnxscript)" in meta["pkg.tonnx.fallback_ops"]
