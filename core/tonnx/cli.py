@@ -15,14 +15,21 @@ def _packs(args) -> int:
     manager = default_manager()
     config = manager.pack_config(_dispatcher())
     enabled = manager.enabled_packs(config)
-    print(f"{'pack':<16}{'version':<10}{'priority':>9}{'converters':>12}  status")
+    print(f"{'pack':<14}{'version':<10}{'priority':>9}{'converters':>11}  {'status':<15}{'distribution':<22}path")
     for name, spec in sorted(manager.specs.items()):
-        count = len(manager.converters(name))
+        try:
+            count = str(len(manager.converters(name)))
+        except Exception as e:  # shown, not raised: this command is how one finds a broken pack
+            count = f"FAILED: {e}"
         status = "enabled" if name in enabled else ("fallback (off)" if spec.fallback else "blocked")
         priority = config.priority_of(name, spec.priority)
-        print(f"{name:<16}{manager.versions[name]:<10}{priority:>9}{count:>12}  {status}")
+        origin = manager.origins[name]
+        print(
+            f"{name:<14}{manager.versions[name]:<10}{priority:>9}{count:>11}  {status:<15}"
+            f"{origin.distribution:<22}{origin.path}"
+        )
     for name, error in manager.failures.items():
-        print(f"{name:<16}{'-':<10}{'-':>9}{'-':>12}  FAILED: {error}")
+        print(f"{name:<14}{'-':<10}{'-':>9}{'-':>11}  FAILED: {error}")
     return 0
 
 
@@ -33,21 +40,37 @@ def _dispatcher():
 
 
 def _explain(args) -> int:
+    from tonnx.dispatch._converter import normalize_key
     from tonnx.dispatch._manager import default_manager
 
     manager = default_manager()
-    key = _key_of(args.op)
+    key = normalize_key(args.op)
     registry = manager.registry(args.opset, _dispatcher())
     candidates = registry.candidates(key)
+    if not candidates and "::" in key and "." not in key.partition("::")[2]:
+        if registry.candidates(f"{key}.default"):
+            print(f"({key} names every overload; showing {key}.default)")
+            key = f"{key}.default"
+            candidates = registry.candidates(key)
     print(f"{key} at opset {args.opset}:")
     if not candidates:
+        overloads = [k for k in registry.keys() if k.startswith(f"{key}.")]
+        if overloads:
+            print(f"  {key} is an op with overloads; ask for one of: {', '.join(overloads)}")
+            return 1
         print("  no converter in the enabled packs")
-        hint = manager._disabled_handlers(key, list(registry.packs))
+        hint = manager.disabled_handlers(key, list(registry.packs))
         if hint:
             print(f"  {hint.strip(' -')}")
         return 1
     for i, cand in enumerate(candidates):
         print(f"  {i + 1}. {cand.describe()}")
+    tied = registry.ties(key)
+    if tied:
+        packs = ", ".join(repr(c.pack) for c in tied)
+        print(f"CONFLICT: {len(tied)} converters tie (packs {packs}); an export using this op "
+              f"fails until one pack gets a higher priority or the others are blocked.")
+        return 2
     winner = candidates[0]
     reason = "highest priority"
     if len(candidates) > 1 and candidates[1].priority == winner.priority:
@@ -55,6 +78,9 @@ def _explain(args) -> int:
     if winner.converter.applies is not None:
         reason += " (subject to its predicate on each node)"
     print(f"winner: {winner.converter.qualified_name} from pack {winner.pack!r}: {reason}")
+    doc = (getattr(winner.converter.function, "__doc__", None) or "").strip()
+    if doc:
+        print(f"  {doc.splitlines()[0]}")
     return 0
 
 
@@ -64,14 +90,6 @@ def _coverage(args) -> int:
     text, status = coverage_report(args.tests, args.pack)
     print(text)
     return status
-
-
-def _key_of(text: str) -> str:
-    """``aten.add.Tensor`` or ``aten::add.Tensor`` -> ``aten::add.Tensor``."""
-    if "::" in text:
-        return text
-    ns, _, rest = text.partition(".")
-    return f"{ns}::{rest}" if rest else text
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,8 @@ class Converter:
     (``"mylib::my_op"``) or a Python callable found in FX graphs. It is turned into a key
     string once, here. ``opsets`` is the inclusive range of main-domain opsets the
     converter supports; ``applies`` an optional predicate on the FX node (a dtype, say);
-    ``priority`` overrides the pack's priority for this converter only.
+    ``priority`` overrides the pack's priority for this converter only (a user's
+    re-prioritisation of the pack shifts it by the same amount, keeping the pack's order).
 
     The function has the signature ``(g, sts, outputs, *args, **kwargs)`` and returns the
     name of its result, or a tuple of names, one per output the interpreter asked for.

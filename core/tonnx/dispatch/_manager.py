@@ -216,7 +216,8 @@ class PackManager:
             position = chain.get(name, len(chain))
             for conv in converters:
                 if conv.opsets[0] <= opset <= conv.opsets[1]:
-                    prio = conv.priority if conv.priority is not None else priority
+                    # a user's priority moves the whole pack: its own order stays as it is
+                    prio = priority if conv.priority is None else conv.priority + priority - spec.priority
                     candidates.append(
                         Candidate(prio, not conv.is_packet, name, conv, spec.fallback, position)
                     )
