@@ -29,7 +29,11 @@ def run_show(args) -> int:
         print(f"tonnx show: cannot read {args.model!r} as ONNX: {type(e).__name__}: {e}",
               file=sys.stderr)
         return _codes.USAGE
-    print(text)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `tonnx show m.onnx | head`: the reader had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return _codes.OK
 
 
