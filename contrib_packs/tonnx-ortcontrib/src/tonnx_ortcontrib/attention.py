@@ -247,13 +247,15 @@ def _repeated_source(ctx, packed: str, rep_heads: int):
         return None
     wide = producer_of(ctx, bnsh.inputs[0], "Reshape")
     expand = wide and producer_of(ctx, wide.inputs[0], "Expand")
-    unsq = expand and producer_of(ctx, expand.inputs[0], "Unsqueeze")
+    # with one query head per kv head, torch.export drops the no-op expand
+    unsq = producer_of(ctx, (expand or wide).inputs[0], "Unsqueeze") if wide else None
     if unsq is None or constant(ctx, unsq.inputs[1]) is None:
         return None
     if [int(a) for a in constant(ctx, unsq.inputs[1]).reshape(-1)] not in ([2], [-3]):
         return None
     kv = unsq.inputs[0]
-    kv_shape, e_shape, w_shape = shape(ctx, kv), shape(ctx, expand.outputs[0]), shape(ctx, wide.outputs[0])
+    kv_shape, w_shape = shape(ctx, kv), shape(ctx, wide.outputs[0])
+    e_shape = shape(ctx, (expand or unsq).outputs[0])
     if kv_shape is None or e_shape is None or w_shape is None or len(kv_shape) != 4:
         return None
     b, hkv, s, h = kv_shape
@@ -336,6 +338,9 @@ def gqa_packed_qkv(ctx, node):
         return None
     if rq is not None and not _prompt_positions(ctx, rq[0], shape(ctx, q)[1] if shape(ctx, q) else None):
         return None
+    q_shape = shape(ctx, q)
+    if rq is not None and (q_shape is None or (q_shape[-1] // node.attributes["num_heads"]) % 16):
+        return None  # onnxruntime's rotary inside the op wants a head size multiple of 16
     g = ctx.g
     weights = [g.get_constant(w) for _, w in parts]
     if len({w.dtype for w in weights}) != 1 or len({w.shape[0] for w in weights}) != 1:
