@@ -5,7 +5,8 @@ Run from the repository root: ``python tests/prims/census.py``. Each model is ex
 ``torch._prims.context.TorchRefsMode``, which replaces every ATen op that has a ``_refs`` or
 ``torch._decomp`` implementation by that implementation, down to ``torch.ops.prims``. The
 script prints, per prim, the models producing it and the total count of calls; the ATen ops
-that stay ATen (no reference implementation) are listed last.
+that stay ATen (no reference implementation) are listed last. With ``--convert``, each
+decomposed program is also exported by tonnx and run in onnxruntime against torch.
 """
 
 from __future__ import annotations
@@ -50,14 +51,29 @@ def models() -> dict:
     return found
 
 
-def census(model, args) -> collections.Counter:
-    """Counts the ops of ``model``'s program once decomposed through torch's references."""
+def decomposed(model, args):
+    """``model``'s program re-traced through torch's references, down to prims."""
     gm = torch.export.export(model.eval(), args).module()
     with TorchRefsMode(strict=False):
-        traced = make_fx(lambda *a: gm(*a))(*args)
+        return make_fx(lambda *a: gm(*a))(*args)
+
+
+def census(traced) -> collections.Counter:
+    """Counts the ops of a decomposed program."""
     return collections.Counter(
         str(n.target) for n in traced.graph.nodes if n.op == "call_function"
     )
+
+
+def convert(traced, args) -> str:
+    """Exports the decomposed program with tonnx; max abs diff with torch in onnxruntime."""
+    from tonnx.testing import check_model
+
+    try:
+        onx = check_model(traced, args, atol=1e-4, rtol=1e-4)
+    except Exception as e:  # reported per model, with the reason
+        return f"FAILED {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    return f"matches torch (atol 1e-4), {len(onx.graph.node)} ONNX nodes"
 
 
 def main() -> None:
@@ -66,12 +82,14 @@ def main() -> None:
     for name, build in models().items():
         model, args = build()
         try:
-            counts = census(model, args)
+            traced = decomposed(model, args)
         except Exception as e:  # a model torch cannot re-trace is reported, not hidden
             print(f"{name}: FAILED {type(e).__name__}: {str(e)[:200]}")
             continue
-        for op, n in counts.items():
+        for op, n in census(traced).items():
             per_op[op][name] = n
+        if "--convert" in sys.argv:
+            print(f"{name:22s} {convert(traced, args)}")
     print(f"# {len(models())} models in {time.perf_counter() - start:.1f} s")
     for kind in ("prims.", "aten."):
         print(f"\n## {kind[:-1]}")
