@@ -54,9 +54,11 @@ class AliasConverter:
 class TorchlibConverter:
     """Converts the op ``key`` with ``function`` (a torchlib OnnxFunction or traced function)."""
 
-    def __init__(self, key: str, function: Any):
+    def __init__(self, key: str, function: Any, refusal=None):
         self.key = key
         self.function = function
+        #: (g, outputs, args, kwargs) -> the reason torchlib is wrong for this call, or None
+        self.refusal = refusal
         # what tonnx's metadata and `tonnx explain` show: the torchlib function itself
         self.__module__ = getattr(function, "__module__", "onnxscript")
         self.__qualname__ = getattr(function, "__name__", repr(function))
@@ -66,6 +68,10 @@ class TorchlibConverter:
         return f"TorchlibConverter({self.key!r}, {self.__module__}.{self.__qualname__})"
 
     def __call__(self, g, sts, outputs, *args, **kwargs):
+        if self.refusal is not None:
+            reason = self.refusal(g, outputs, args, kwargs)
+            if reason:
+                raise UnsupportedError(f"{self.key} through the onnxscript fallback: {reason}.")
         strings = self._strings()
         _check_real(self.key, g, sts, args, kwargs, strings)
         tape = Tape(g, prefix=g.node_prefix)

@@ -14,11 +14,13 @@ from tonnx import Converter
 
 from ._aliases import ALIASES
 from ._converter import AliasConverter, TorchlibConverter
+from ._refusals import REFUSALS
 
 NAMESPACES = ("aten", "prims")
 
 #: torchlib functions that give other numbers than torch, or cannot work through tonnx:
-#: key -> reason. A missing op is an error the user sees; a wrong number is not.
+#: key -> reason. A missing op is an error the user sees; a wrong number is not. Ops wrong
+#: only for some arguments refuse those calls instead (``_refusals.py``).
 EXCLUDED: dict[str, str] = {
     "aten::scaled_dot_product_attention.default": (
         "rows whose keys are all masked out (left padding) give the mean of the values; torch "
@@ -71,7 +73,10 @@ def converters() -> list[Converter]:
     functions = {k: f for k, f in torchlib_functions().items() if k not in EXCLUDED}
     keys = {key: key for key in functions}
     keys.update(inplace_keys(functions))
-    table = {key: TorchlibConverter(key, functions[functional]) for key, functional in keys.items()}
+    table = {
+        key: TorchlibConverter(key, functions[functional], REFUSALS.get(functional))
+        for key, functional in keys.items()
+    }
     for key, (target, alias) in ALIASES.items():
         if key not in table and target in table:
             table[key] = AliasConverter(key, alias, table[target])
