@@ -77,3 +77,10 @@ def test_meta_model_without_weights_is_refused(checkpoint):
     _, _, meta, args = checkpoint
     with pytest.raises(tonnx.OutputFileError, match="meta"):
         tonnx.to_onnx(meta, args)
+
+
+def test_meta_model_to_a_file_without_weights_is_refused(checkpoint, tmp_path):
+    _, _, meta, args = checkpoint
+    with pytest.raises(tonnx.OutputFileError, match="meta.*weights="):
+        tonnx.to_onnx(meta, args, filename=tmp_path / "m.onnx")
+    assert os.listdir(tmp_path) == []

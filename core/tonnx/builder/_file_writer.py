@@ -256,7 +256,7 @@ def referenced_locations(filename: str) -> set[str]:
 def save(g, filename: str, *, external_data: bool, payload=None) -> ModelProto:
     """Writes the builder's model to ``filename`` (see the module docstring); returns the
     model proto, whose large initializers hold no bytes (they went to the file)."""
-    payload = payload or (lambda name, value: _serialize.tensor_bytes(value))
+    payload = payload or _serialize.default_payload
     files = ModelFile(filename)
     files.clean_stale()
     tmp_model = files.tmp(files.base)

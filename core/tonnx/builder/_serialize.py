@@ -32,7 +32,7 @@ class ExternalDataWriter:
     def __init__(self, path: str, location: str, payload=None):
         self.location = location
         self.path = path
-        self._payload = payload or (lambda name, value: tensor_bytes(value))
+        self._payload = payload or default_payload
         #: (name, value, offset, size) of every tensor to write, in file order
         self.planned: list[tuple[str, Any, int, int]] = []
         self.offset = 0
@@ -102,6 +102,21 @@ def tensor_bytes(value) -> memoryview:
     if sys.byteorder != "little" and data.dtype.itemsize > 1:
         data = data.byteswap()
     return data.reshape(-1).view(np.uint8).data
+
+
+def default_payload(name: str, value) -> memoryview:
+    """The bytes of an initializer that holds its data (not a 'meta' tensor)."""
+    if not _constants.has_data(value):
+        raise no_data_error(name)
+    return tensor_bytes(value)
+
+
+def no_data_error(name: str) -> OutputFileError:
+    return OutputFileError(
+        f"Initializer {name!r} is a tensor on the 'meta' device (no data): pass filename= and "
+        f"weights= (safetensors files holding it) to to_onnx, or load the weights into the "
+        f"model before exporting."
+    )
 
 
 _INT_OF_SIZE = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
@@ -182,11 +197,7 @@ def _fill_tensor(proto: TensorProto, name: str, value, sink) -> None:
     if sink is not None and sink.takes(value):
         sink.add(proto, name, value)
     elif not _constants.has_data(value):
-        raise OutputFileError(
-            f"Initializer {name!r} is a tensor on the 'meta' device (no data): pass "
-            f"filename= and weights= (safetensors files holding it) to to_onnx, or load the "
-            f"weights into the model before exporting."
-        )
+        raise no_data_error(name)
     else:
         # the one copy protobuf requires (tobytes' temporary is freed at once)
         proto.raw_data = _constants.as_numpy(value).tobytes()
