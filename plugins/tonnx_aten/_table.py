@@ -20,6 +20,7 @@ FAMILIES = (
     "shifts",
     "counting",
     "order",
+    "losses",
     "decompositions",  # priority 50: only where no direct converter applies
 )
 
