@@ -12,16 +12,23 @@ model is exported twice, with the installed packs (``ortcontrib`` on, priority 2
 run side by side in fresh onnxruntime-only processes (tests/bench/ort_latency.py: runs
 interleaved one by one, both session orders; default session options, CPU); a round gives
 each graph's median latency, the table shows the median over rounds of each graph and of
-the per-round ratio. Both results are checked against torch.
+the per-round ratio. The same is measured with ``intra_op_num_threads=1`` (in this
+script's own child process): on a loaded 2-core machine, default sessions wait for their
+second thread far longer than they compute, and one thread shows what the graphs cost.
+Both results are checked against torch.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 
 import numpy as np
 import torch
@@ -56,6 +63,61 @@ def fused_ops(onx) -> str:
     return ", ".join(f"{op} x{c}" for op, c in sorted(counts.items()))
 
 
+def child_latencies(threads: int, feeds_path: str, paths: list[str], budget_s: float = 4.0) -> list[float]:
+    """Median latency (ms) of each model, sessions with ``threads`` intra-op threads, runs
+    interleaved one by one with the order flipping every turn (as ort_latency.py)."""
+    import onnxruntime
+
+    with np.load(feeds_path) as npz:
+        feeds = [npz[f"arr_{i}"] for i in range(len(npz.files))]
+    runs = []
+    for path in paths:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        inputs = dict(zip([i.name for i in session.get_inputs()], feeds))
+        for _ in range(10):
+            session.run(None, inputs)
+        runs.append((session, inputs))
+    times = [[] for _ in runs]
+    deadline = time.perf_counter() + budget_s
+    for turn in range(3000):
+        for i in range(len(runs)) if turn % 2 == 0 else reversed(range(len(runs))):
+            session, inputs = runs[i]
+            begin = time.perf_counter()
+            session.run(None, inputs)
+            times[i].append(time.perf_counter() - begin)
+        if turn >= 30 and time.perf_counter() > deadline:
+            break
+    return [statistics.median(t) * 1e3 for t in times]
+
+
+def one_thread_latencies(models: dict, feeds: list) -> dict:
+    """Both session orders in fresh processes, mean of the two medians, one thread."""
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds_path = os.path.join(tmp, "feeds.npz")
+        np.savez(feeds_path, *feeds)
+        paths = {}
+        for name, onx in models.items():
+            paths[name] = os.path.join(tmp, f"{name}.onnx")
+            with open(paths[name], "wb") as f:
+                f.write(onx.SerializeToString())
+        measured = {name: [] for name in models}
+        for order in (list(models), list(reversed(models))):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", feeds_path, *(paths[n] for n in order)],
+                capture_output=True, text=True, check=True,
+            )
+            for name, ms in zip(order, json.loads(out.stdout.strip().splitlines()[-1])):
+                measured[name].append(ms)
+    return {name: statistics.mean(ms) for name, ms in measured.items()}
+
+
+def _summary(per_round: list[dict]) -> tuple[dict, float]:
+    ms = {k: statistics.median(r[k] for r in per_round) for k in per_round[0]}
+    return ms, statistics.median(r["ortcontrib"] / r["aten"] for r in per_round)
+
+
 def bench_case(case: str, rounds: int) -> dict:
     from tests.bench.bench_export import max_diff, ort_latencies
 
@@ -64,12 +126,13 @@ def bench_case(case: str, rounds: int) -> dict:
     if not fused_ops(models["ortcontrib"]):
         raise SystemExit("the ortcontrib pack is not active: pip install ./contrib_packs/tonnx-ortcontrib")
     feeds = [a.numpy() for a in args]
-    per_round = [ort_latencies(models, feeds) for _ in range(rounds)]
+    default = _summary([ort_latencies(models, feeds) for _ in range(rounds)])
+    single = _summary([one_thread_latencies(models, feeds) for _ in range(rounds)])
     return {
         "case": case,
         "nodes": {k: len(m.graph.node) for k, m in models.items()},
-        "ms": {k: statistics.median(r[k] for r in per_round) for k in models},
-        "ratio": statistics.median(r["ortcontrib"] / r["aten"] for r in per_round),
+        "default": default,
+        "single": single,
         "diff": {k: max_diff(m, model, args) for k, m in models.items()},
         "fused": fused_ops(models["ortcontrib"]),
     }
@@ -79,25 +142,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--rounds", type=int, default=3, help="latency processes per case")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.child:
+        print(json.dumps(child_latencies(1, opts.child[0], opts.child[1:])))
+        return
     import onnxruntime
 
     torch.set_num_threads(1)  # the exports; latency is measured in other processes
     print(f"onnxruntime {onnxruntime.__version__}, torch {torch.__version__}, {os.cpu_count()} cores")
     print()
-    print("| model | nodes aten / ortcontrib | ORT ms aten | ORT ms ortcontrib | ratio | max diff vs torch (aten / ortcontrib) | fused ops |")
-    print("|---|---|---|---|---|---|---|")
-    ratios = []
+    print(
+        "| model | nodes aten / ortcontrib | ORT ms aten / ortcontrib (default) | ratio | "
+        "ORT ms aten / ortcontrib (1 thread) | ratio | max diff vs torch (aten / ortcontrib) | fused ops |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = {"default": [], "single": []}
     for case in opts.cases.split(","):
         r = bench_case(case, opts.rounds)
-        ratios.append(r["ratio"])
+        cells = []
+        for kind in ("default", "single"):
+            ms, ratio = r[kind]
+            ratios[kind].append(ratio)
+            cells.append(f"{ms['aten']:.3f} / {ms['ortcontrib']:.3f} | {ratio:.2f}")
         print(
-            f"| {case} | {r['nodes']['aten']} / {r['nodes']['ortcontrib']} | {r['ms']['aten']:.3f} | "
-            f"{r['ms']['ortcontrib']:.3f} | {r['ratio']:.2f} | {r['diff']['aten']:.1e} / "
-            f"{r['diff']['ortcontrib']:.1e} | {r['fused']} |",
+            f"| {case} | {r['nodes']['aten']} / {r['nodes']['ortcontrib']} | {cells[0]} | {cells[1]} | "
+            f"{r['diff']['aten']:.1e} / {r['diff']['ortcontrib']:.1e} | {r['fused']} |",
             flush=True,
         )
-    print(f"\ngeometric mean ratio: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
+    for kind, values in ratios.items():
+        print(f"geometric mean ratio ({kind}): {float(np.exp(np.mean(np.log(values)))):.2f}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from tonnx import Converter
 from tonnx.converters import RewriteRule
 
 from . import MS_DOMAIN
-from ._patterns import constant, producer_of, same, same_value, shape
+from ._patterns import constant, producer_of, same, same_value, shape, source
 
 _ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 _DEFAULTS = {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False}
@@ -317,9 +317,22 @@ def _rotated(ctx, name: str):
     return rot.inputs[0], tuple(rot.inputs[1:4])
 
 
+def _split_qkv(ctx, node) -> str | None:
+    """x when query, key and value are the three outputs, in order, of ``Split(x, -1)``
+    (GPT2's fused projection): x is already the packed query."""
+    split = producer_of(ctx, node.inputs[0], "Split")
+    if split is None or len(split.outputs) != 3 or split.attributes.get("axis") not in (-1, 2):
+        return None
+    if [source(ctx, name)[0] for name in node.inputs[:3]] != list(split.outputs):
+        return None
+    x_shape = shape(ctx, split.inputs[0])
+    return split.inputs[0] if x_shape is not None and len(x_shape) == 3 else None
+
+
 def gqa_packed_qkv(ctx, node):
     """Three projections of one input (and their rotary embeddings) -> one MatMul feeding
-    the packed (B, S, (N + 2 Nkv) H) query of GroupQueryAttention (``do_rotary=1``).
+    the packed (B, S, (N + 2 Nkv) H) query of GroupQueryAttention (``do_rotary=1``); three
+    outputs of one Split (GPT2) -> the split input.
 
     Rotary inside the op uses positions 0..S-1 (a prompt without cache): the rule fires
     only when the RotaryEmbedding nodes read exactly those positions, and both share one
@@ -327,6 +340,9 @@ def gqa_packed_qkv(ctx, node):
     """
     if node.attributes.get("do_rotary") or len(node.inputs) < 7 or any(node.inputs[7:10]):
         return None
+    split = _split_qkv(ctx, node)
+    if split is not None:
+        return [ctx.node(node.op_type, [split, "", "", *node.inputs[3:]], node.outputs, domain=node.domain, **node.attributes)]
     q, rq = _rotated(ctx, node.inputs[0])
     k, rk = _rotated(ctx, node.inputs[1])
     if (rq is None) != (rk is None) or _rotated(ctx, node.inputs[2])[1] is not None:
