@@ -23,6 +23,7 @@ BOOL = TensorProto.BOOL
 FLOAT = TensorProto.FLOAT
 INT32 = TensorProto.INT32
 _REDUCED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_SMALL_INTS = (TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8, TensorProto.UINT16)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -41,7 +42,11 @@ def _operand_type(g, *values) -> int:
 
 
 def _compute_type(elem: int) -> int:
-    return FLOAT if elem in _REDUCED else elem
+    """float32 for half types; int32 for 8/16-bit integers (onnxruntime has few kernels for
+    them), whose results wrap back to the type exactly as torch's do."""
+    if elem in _REDUCED:
+        return FLOAT
+    return INT32 if elem in _SMALL_INTS else elem
 
 
 def _inputs(g, values, elem: int) -> list[str]:
@@ -434,7 +439,7 @@ def prims_remainder(g, sts, outputs, self, other):
     elem = sts.dtype
     if not is_float(elem):
         # Mod with fmod=0 follows Python's sign rule (the divisor's), like torch
-        return g.op.Mod(*_inputs(g, [self, other], elem), fmod=0, outputs=outputs)
+        return _node(g, "Mod", [self, other], elem, outputs, fmod=0)
     a, b = _inputs(g, [self, other], elem)
     mod = g.op.Mod(a, b, fmod=1)
     zero = _like(g, 0, mod)
@@ -482,7 +487,7 @@ def _bitwise(g, sts, outputs, logical: str, bitwise: str, self, other) -> str:
     if is_float(elem):
         raise UnsupportedError(f"prims.{bitwise.lower()} on a floating tensor (torch raises).")
     op_type = logical if elem == BOOL else bitwise
-    return g.make_node(op_type, _inputs(g, [self, other], elem), outputs)
+    return _node(g, op_type, [self, other], elem, outputs)
 
 
 # prims::bitwise_and.default

@@ -22,6 +22,9 @@ FLOAT = TensorProto.FLOAT
 INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
 _REDUCED = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_SMALL_INTS = (
+    TensorProto.BOOL, TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8, TensorProto.UINT16
+)
 
 
 def _axes(g, inp: str, dims, name: str) -> list[int]:
@@ -38,9 +41,10 @@ def _axes(g, inp: str, dims, name: str) -> list[int]:
 
 
 def _compute_type(elem: int) -> int:
+    """float32 for half types, int64 for bool and 8/16-bit integers (results wrap back)."""
     if elem in _REDUCED:
         return FLOAT
-    return INT32 if elem == BOOL else elem
+    return INT64 if elem in _SMALL_INTS else elem
 
 
 def _reduce(g, sts, outputs, op_type: str, inp, dims, name: str) -> str:

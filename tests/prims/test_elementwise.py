@@ -186,9 +186,10 @@ def test_pow(shape, dtype, seed):
     check_op(P.pow, [base, exponent], expect_op="prims::pow.default", **tol(dtype))
 
 
-@given(shape=shapes, dtype=st.sampled_from(INTS), seed=seeds)
+@given(shape=shapes, dtype=st.sampled_from([*INTS, torch.int8, torch.int16]), seed=seeds)
 def test_binary_integers(shape, dtype, seed):
-    """div truncates toward zero; remainder follows the divisor's sign, fmod the dividend's."""
+    """div truncates toward zero; remainder follows the divisor's sign, fmod the dividend's;
+    8/16-bit results wrap like torch's."""
     a = make(seed, shape, dtype, -60, 60)
     b = make(seed + 1, shape, dtype, 1, 9) * (2 * (make(seed + 2, shape, torch.bool).to(dtype)) - 1)
     exponent = make(seed + 3, shape, dtype, 0, 3)
@@ -224,6 +225,23 @@ def test_comparisons(shape, dtype, seed):
         a = with_specials(a, seed)
     names = ["eq", "ne", "lt", "le", "gt", "ge"]
     check_op(_model(names), [a, b], expect_op=_keys(names))
+
+
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple),
+    dtype=st.sampled_from([torch.uint8, torch.int8, torch.int16]),
+    seed=seeds,
+)
+def test_small_integers(shape, dtype, seed):
+    """8/16-bit integers (few onnxruntime kernels) computed wider and wrapped back."""
+    a, b = make(seed, shape, dtype, 0, 120), make(seed + 1, shape, dtype, 1, 9)
+    names = ["add", "sub", "mul", "div", "remainder", "maximum", "lt", "bitwise_and", "abs"]
+
+    def model(a, b):
+        # eager prims.sum returns int64, the graph (torch's meta) the input dtype
+        return (*_model(names[:-1])(a, b), P.abs(a), P.sum(a, [0]).to(dtype), P.amax(b, [0]))
+
+    check_op(model, [a, b], expect_op=_keys([*names, "sum", "amax"]))
 
 
 @given(shape=shapes, dtype=st.sampled_from([*INTS, torch.uint8, torch.bool]), seed=seeds)
