@@ -15,7 +15,8 @@ exported and run in onnxruntime, and compared with torch eager. A sample ends in
   UnsupportedError, or the other exporter's equivalent);
 - ``error``: any other failure (a converter crash, onnxruntime refusing the model);
 - ``skipped``: not a test of the exporter: torch.export cannot trace the sample, the
-  sample has complex or non-CPU values, or the op is random (eager differs from itself).
+  sample has complex or non-CPU values, or the op is random (an op tagged
+  ``nondeterministic_seeded`` in the program, or eager differing from itself).
 
 An op counts as passing when all its samples of that dtype pass; its class is the worst
 of its samples (mismatch > error > unsupported > pass), skipped when all are skipped.
@@ -115,16 +116,26 @@ def _prepare(opinfo, sample):
     return module, tensors, first
 
 
-def _export_tonnx(module, tensors, dispatcher):
+def _program(module, tensors):
+    """torch.export's program, or _Skip: export failed, or the op draws random numbers."""
     import torch
-
-    import tonnx
-    from tonnx._export import DEFAULT_OPSET, convert_program
 
     try:
         ep = torch.export.export(module, tuple(tensors))
     except Exception as e:
         raise _Skip(f"torch.export: {type(e).__name__}") from e
+    seeded = torch.Tag.nondeterministic_seeded
+    for node in ep.graph.nodes:
+        if seeded in getattr(node.target, "tags", ()):
+            raise _Skip(f"random op ({node.target})")
+    return ep
+
+
+def _export_tonnx(module, tensors, dispatcher):
+    import tonnx
+    from tonnx._export import DEFAULT_OPSET, convert_program
+
+    ep = _program(module, tensors)
     try:
         return convert_program(ep, {}, opsets={"": DEFAULT_OPSET}, dispatcher=dispatcher)
     except (tonnx.ConverterNotFoundError, tonnx.UnsupportedError) as e:
@@ -134,10 +145,7 @@ def _export_tonnx(module, tensors, dispatcher):
 def _export_torch_onnx(module, tensors, dispatcher):
     import torch
 
-    try:
-        ep = torch.export.export(module, tuple(tensors))
-    except Exception as e:
-        raise _Skip(f"torch.export: {type(e).__name__}") from e
+    ep = _program(module, tensors)
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
         warnings.simplefilter("ignore")
