@@ -23,3 +23,11 @@ def test_site_builds_strict(tmp_path):
         assert name in api
     assert "Exports <code>model</code>" in api or "Exports model" in api  # a docstring rendered
     assert (tmp_path / "site" / "cli" / "index.html").exists()
+
+
+def test_every_page_is_in_the_nav():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    in_nav = {page for entry in config["nav"] for page in entry.values()}
+    assert in_nav == {p.name for p in (ROOT / "docs").glob("*.md")}
