@@ -27,8 +27,6 @@ def verify(path: str, model, args: tuple, kwargs: dict, *, atol: float, rtol: fl
     import onnxruntime
     import torch
 
-    from ..testing import _flat_tensors, _to_numpy
-
     with torch.no_grad():
         expected = _flat_tensors(model(*args, **kwargs))
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -53,3 +51,16 @@ def _compare(name: str, want: np.ndarray, got: np.ndarray, atol: float, rtol: fl
     diff = np.where(np.isnan(diff), np.inf, diff)
     ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(w))))
     return OutputCheck(name, got.shape, str(got.dtype), float(diff.max()), ok)
+
+
+def _flat_tensors(value) -> list:
+    import torch
+
+    return [t for t in torch.utils._pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def _to_numpy(tensor) -> np.ndarray:
+    from ..builder._constants import as_numpy
+
+    array = as_numpy(tensor.detach().cpu())
+    return array if array.flags.c_contiguous else array.copy(order="C")
