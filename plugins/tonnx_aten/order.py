@@ -1,4 +1,4 @@
-"""Order statistics and running extrema: median, nanmedian-free median, cummax, cummin.
+"""Order statistics and scans ONNX lacks: median, cummax, cummin, logcumsumexp.
 
 - ``median`` is torch's lower median (element ``(n - 1) // 2`` of the sorted values),
   NaN when the reduced slice holds a NaN (index: the first NaN, as torch's kernel).
@@ -7,6 +7,8 @@
 - ``cummax``/``cummin`` compare each position with every earlier one (a triangular mask,
   quadratic in the scanned dimension): ONNX has no running maximum. Ties take the latest
   index and NaN propagates with the index of the latest NaN, as torch's kernel does.
+- ``logcumsumexp`` is the log-sum-exp of each prefix, shifted by the prefix's maximum (the
+  same triangle), with torch's -inf, inf and NaN results.
 """
 
 from __future__ import annotations
@@ -108,9 +110,7 @@ def _running(g, sts, self: str, dim: int, maximum: bool) -> tuple[str, str]:
     perm = [a for a in range(rank) if a != axis] + [axis]
     back = [int(a) for a in np.argsort(perm)]
     xt = g.op.Transpose(x, perm=perm) if axis != rank - 1 else x
-    n = g.op.Shape(xt, start=-1)
-    positions = g.op.Range(np.array(0, dtype=np.int64), g.op.Squeeze(n, _i64(0)), np.array(1, dtype=np.int64))
-    earlier = g.op.LessOrEqual(g.op.Unsqueeze(positions, _i64(0)), g.op.Unsqueeze(positions, _i64(1)))
+    earlier, positions = _triangle(g, xt)
     rows = g.op.Unsqueeze(xt, _i64(-2))
     fill = _lowest(work, maximum)
     window = g.op.Where(earlier, rows, fill)
@@ -144,7 +144,43 @@ def aten_cummin(g, sts, outputs, self, dim):
     return _bound(g, _running(g, sts, self, dim, False), outputs)
 
 
+# aten::logcumsumexp.default
+def aten_logcumsumexp(g, sts, outputs, self, dim):
+    "logcumsumexp(Tensor self, int dim) -> Tensor"
+    elem = sts.dtype
+    if elem not in (TensorProto.FLOAT, TensorProto.DOUBLE):
+        raise UnsupportedError(f"logcumsumexp of element type {elem} (float32 and float64 are converted)")
+    axis, rank = _axis(g, self, dim)
+    if rank == 0:
+        return g.op.Identity(self, outputs=outputs)
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    xt = g.op.Transpose(self, perm=perm) if axis != rank - 1 else self
+    earlier, _ = _triangle(g, xt)
+    window = g.op.Where(earlier, g.op.Unsqueeze(xt, _i64(-2)), operand(g, float("-inf"), elem))
+    nan = g.op.IsNaN(window)
+    any_nan = g.op.Cast(g.op.ReduceMax(g.op.Cast(nan, to=TensorProto.INT8), _i64(-1), keepdims=0), to=TensorProto.BOOL)
+    window = g.op.Where(nan, operand(g, float("-inf"), elem), window)
+    # log(sum(exp(x - m))) + m with m the window's max, kept finite (-inf and inf windows)
+    top = g.op.ReduceMax(window, _i64(-1), keepdims=1)
+    shift = g.op.Where(g.op.IsInf(top), operand(g, 0.0, elem), top)
+    total = g.op.ReduceSum(g.op.Exp(g.op.Sub(window, shift)), _i64(-1), keepdims=0)
+    result = g.op.Add(g.op.Log(total), g.op.Squeeze(shift, _i64(-1)))
+    result = g.op.Where(any_nan, operand(g, float("nan"), elem), result)
+    if axis != rank - 1:
+        result = g.op.Transpose(result, perm=[int(a) for a in np.argsort(perm)])
+    return g.op.Identity(result, outputs=outputs)
+
+
+def _triangle(g, xt: str) -> tuple[str, str]:
+    """(mask (n, n): j <= i, positions 0..n-1) for the last axis of ``xt``."""
+    n = g.op.Shape(xt, start=-1)
+    positions = g.op.Range(np.array(0, dtype=np.int64), g.op.Squeeze(n, _i64(0)), np.array(1, dtype=np.int64))
+    earlier = g.op.LessOrEqual(g.op.Unsqueeze(positions, _i64(0)), g.op.Unsqueeze(positions, _i64(1)))
+    return earlier, positions
+
+
 CONVERTERS = (
+    Converter("aten::logcumsumexp.default", aten_logcumsumexp),
     Converter("aten::median.default", aten_median),
     Converter("aten::median.dim", aten_median_dim),
     Converter("aten::cummax.default", aten_cummax),

@@ -13,6 +13,7 @@ COVERS = {
     "aten::median.dim",
     "aten::cummax.default",
     "aten::cummin.default",
+    "aten::logcumsumexp.default",
 }
 
 
@@ -71,3 +72,22 @@ def test_dynamic_length():
         other_inputs=[(torch.randn(1, 11),), (torch.randn(1, 1),)],
         expect_ops=["aten::cummax.default", "aten::median.dim"],
     )
+
+
+@given(
+    shape=st.sampled_from([(6,), (3, 5), (2, 3, 4)]),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    special=st.sampled_from([None, float("nan"), float("inf"), float("-inf")]),
+    seed=st.integers(0, 1000),
+)
+def test_logcumsumexp(shape, dtype, special, seed):
+    x = _values(shape, dtype, seed, False) * 20
+    if special is not None:
+        x.view(-1)[seed % x.numel()] = special
+    dim = seed % len(shape)
+    check_op(lambda t: torch.logcumsumexp(t, dim), [x], expect_op="aten::logcumsumexp.default")
+
+
+def test_logcumsumexp_all_minus_inf():
+    x = torch.full((2, 4), float("-inf"))
+    check_op(lambda t: torch.logcumsumexp(t, 1), [x], expect_op="aten::logcumsumexp.default")
