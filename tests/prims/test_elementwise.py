@@ -260,3 +260,19 @@ def test_where(shape, dtype, seed):
     pred = make(seed, shape, torch.bool)
     a, b = make(seed + 1, shape, dtype), make(seed + 2, shape, dtype)
     check_op(P.where, [pred, a, b], expect_op="prims::where.default")
+
+
+@given(shape=shapes, seed=seeds)
+def test_bfloat16(shape, seed):
+    """bfloat16 computes in float32 and rounds once, as torch's kernels do (run in onnx's
+    reference evaluator: onnxruntime's python API takes no bfloat16 input)."""
+    a = make(seed, shape, torch.bfloat16, 0.1, 4)
+    b = make(seed + 1, shape, torch.bfloat16, 0.1, 4)
+    names = ["add", "sub", "mul", "div", "maximum", "pow", "remainder"]
+    unary = ["exp", "log", "sqrt", "rsqrt", "tanh", "sin", "floor", "neg"]
+
+    def model(a, b):
+        return (*_model(names)(a, b), *_model(unary)(a), P.lt(a, b))
+
+    keys = _keys([*names, *unary, "lt"])
+    check_op(model, [a, b], expect_op=keys, runtime="reference", atol=1e-2, rtol=1e-2)
