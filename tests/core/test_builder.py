@@ -237,3 +237,13 @@ def test_integer_and_boolean_mask_chains_fold_floats_do_not():
     # a small input expanded to a large result is not folded
     g.op.Expand(np.array([1], dtype=np.int64), np.array([100_000], dtype=np.int64))
     assert [n.op_type for n in g.nodes] == ["Cos", "Expand"]
+
+
+def test_folding_variadic_max_min():
+    """Max/Min take one or more inputs: every input is folded, not the first two."""
+    g = GraphBuilder(20)
+    a, b, c = (g.make_initializer("", np.array(v, dtype=np.int64)) for v in ([1, 5], [3, 2], [0, 9]))
+    assert g.get_constant(g.op.Max(a, b, c)).tolist() == [3, 9]
+    assert g.get_constant(g.op.Min(a, b, c)).tolist() == [0, 2]
+    assert g.get_constant(g.op.Max(a)).tolist() == [1, 5]
+    assert not g.nodes

@@ -80,6 +80,19 @@ def _binary(fn: Callable) -> Callable:
     return fold
 
 
+def _variadic(fn: Callable) -> Callable:
+    """Max/Min take one or more inputs (not two): fold them all."""
+
+    def fold(g, inputs, attrs):
+        values = [g.get_constant(i) for i in inputs]
+        result = values[0]
+        for v in values[1:]:
+            result = fn(result, v)
+        return [np.asarray(result).astype(values[0].dtype, copy=False)]
+
+    return fold
+
+
 def _unary(fn: Callable) -> Callable:
     def fold(g, inputs, attrs):
         return [np.asarray(fn(g.get_constant(inputs[0])))]
@@ -157,8 +170,8 @@ _FOLDERS: dict[str, Callable] = {
     "Sub": _binary(np.subtract),
     "Mul": _binary(np.multiply),
     "Neg": _unary(np.negative),
-    "Max": _binary(np.maximum),
-    "Min": _binary(np.minimum),
+    "Max": _variadic(np.maximum),
+    "Min": _variadic(np.minimum),
     "Not": _unary(np.logical_not),
     "And": _compare(np.logical_and),
     "Or": _compare(np.logical_or),
