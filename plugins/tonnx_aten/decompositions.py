@@ -85,16 +85,20 @@ def decomposition_converter(op, decomposition):
         return tuple(g.op.Identity(r, outputs=[o]) if o and r else r for r, o in zip(results, outputs))
 
     key = key_of(op)
-    where = getattr(decomposition, "__module__", None) or "functools"
-    name = getattr(decomposition, "__qualname__", None) or "CompositeImplicitAutograd kernel"
+    if getattr(decomposition, "__self__", None) is op:
+        source = "its CompositeImplicitAutograd kernel (OpOverload.decompose)"
+    else:
+        where = getattr(decomposition, "__module__", None) or "?"
+        source = f"{where}.{getattr(decomposition, '__qualname__', repr(decomposition))}"
     converter.__name__ = f"aten_{op._schema.name.partition('::')[2]}_{op._overloadname}_decomposed"
     converter.__qualname__ = f"decomposed[{key}]"
     converter.__doc__ = (
-        f"{op._schema}\n\nDecomposed by torch's decomposition {where}.{name}, traced for each "
+        f"{op._schema}\n\nDecomposed by torch's decomposition, {source}, traced for each "
         f"distinct call and converted op by op through the registry (the ops it reaches, "
         f"listed by the export when one has no converter, depend on the call)."
     )
     converter.expand = functools.partial(expand, op, decomposition)
+    converter.decomposition = decomposition  # for tools that show the source (tonnx explain)
     return converter
 
 
