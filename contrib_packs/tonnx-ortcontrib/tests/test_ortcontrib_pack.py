@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import subprocess
-import sys
 
 import tonnx_ortcontrib
 import torch
@@ -27,15 +25,16 @@ def ms_ops(onx) -> list[str]:
     return sorted(n.op_type for n in onx.graph.node if n.domain == "com.microsoft")
 
 
-def test_discovered_through_its_entry_point():
+def test_discovered_through_its_entry_point(capsys):
     found = [ep for ep in importlib.metadata.entry_points(group="tonnx.packs") if ep.name == "ortcontrib"]
     assert len(found) == 1, "pip install ./contrib_packs/tonnx-ortcontrib first"
     assert found[0].value == "tonnx_ortcontrib"
     assert found[0].dist.name == "tonnx-ortcontrib"
     assert found[0].dist.version == tonnx_ortcontrib.__version__
-    out = subprocess.run(
-        [sys.executable, "-m", "tonnx.cli", "packs"], capture_output=True, text=True, check=True
-    ).stdout
+    from tonnx.cli import main
+
+    assert main(["packs"]) == 0
+    out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if "ortcontrib" in line)
     assert tonnx_ortcontrib.__version__ in line and "200" in line
 
