@@ -161,7 +161,7 @@ def _argument(tape: Tape, arg):
 def _results(tape: Tape, result, outputs: list[str], name: str) -> tuple[str, ...]:
     """The torchlib results under the names the interpreter asked for."""
     items = list(result) if isinstance(result, (list, tuple)) else [result]
-    if len(items) == 1 and len(outputs) > 1 and items[0].name in tape.sequences:
+    if len(items) == 1 and isinstance(items[0], ir.Value) and items[0].name in tape.sequences:
         # a sequence (SplitToSequence) where the op has several tensor outputs
         items = [tape.call_op("SequenceAt", "", 18, (items[0], i), {}) for i in range(len(outputs))]
     if len(items) != len(outputs):

@@ -97,6 +97,7 @@ COVERS = {
     "aten::slice.Tensor",
     "aten::softplus.default",
     "aten::split_with_sizes.default",
+    "aten::split.Tensor",
     "aten::sqrt.default",
     "aten::stack.default",
     "aten::sub.Tensor",
@@ -268,6 +269,8 @@ def _layout(shape):
         "aten::expand.default": lambda x: x.unsqueeze(0).expand(3, *shape),
         "aten::split_with_sizes.default": lambda x: x.split_with_sizes([1, shape[-1] - 1], -1)[1],
         "aten::clamp.default": lambda x: x.clamp(-1.0, 0.5),
+        # torchlib returns a sequence (SplitToSequence), read back per output; one chunk too
+        "aten::split.Tensor": lambda x: x.split(shape[-1], -1)[0] + x.split(1, 0)[-1],
     }
 
 
