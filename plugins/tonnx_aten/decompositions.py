@@ -133,6 +133,7 @@ def _is_value(leaf) -> bool:
 
 
 def _trace(op, decomposition, args, kwargs):
+    import torch
     import torch.utils._pytree as pytree
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -155,6 +156,10 @@ def _trace(op, decomposition, args, kwargs):
     try:
         with fake_mode:
             gm = make_fx(call)(*inputs)
+            if _mutates(gm):
+                # a decomposition writing through a view (diagonal_scatter's copy_to into
+                # a diagonal): converted op by op, the write would be lost
+                gm = make_fx(torch.func.functionalize(call, remove="mutations"))(*inputs)
     except UnsupportedError:
         raise
     except Exception as e:
@@ -162,6 +167,8 @@ def _trace(op, decomposition, args, kwargs):
             f"torch's decomposition of {key_of(op)} could not be traced for this call: "
             f"{type(e).__name__}: {e}"
         ) from e
+    if _mutates(gm):
+        raise UnsupportedError(f"torch's decomposition of {key_of(op)} mutates tensors even functionalized.")
     if shape_env is not None and len(shape_env.guards) != guards:
         new = [str(gd.expr) for gd in shape_env.guards[guards:]]
         raise UnsupportedError(
@@ -171,6 +178,17 @@ def _trace(op, decomposition, args, kwargs):
         )
     _check_graph(op, gm)
     return gm
+
+
+def _mutates(gm) -> bool:
+    """True when an op of the trace writes into one of its arguments (copy_to, index_put_)."""
+    import torch
+
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            if node.target._schema.is_mutable:
+                return True
+    return False
 
 
 def _modes(inputs):

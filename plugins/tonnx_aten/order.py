@@ -83,7 +83,7 @@ def aten_median_dim(g, sts, outputs, self, dim, keepdim=False):
     "median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
     axis, rank = _axis(g, self, dim)
     if rank == 0:
-        zero = g.op.Cast(g.op.Mul(g.op.Cast(self, to=INT64), _i64(0)), to=INT64)
+        zero = g.op.Cast(g.op.Mul(g.op.Cast(self, to=INT64), np.array(0, dtype=np.int64)), to=INT64)
         return _bound(g, (self, zero), outputs)
     return _bound(g, _median_along(g, self, axis, keepdim), outputs)
 
@@ -103,7 +103,7 @@ def _running(g, sts, self: str, dim: int, maximum: bool) -> tuple[str, str]:
     elem = g.get_type(self)
     axis, rank = _axis(g, self, dim)
     if rank == 0:
-        return g.op.Identity(self), g.op.Cast(g.op.Mul(g.op.Cast(self, to=INT64), _i64(0)), to=INT64)
+        return g.op.Identity(self), g.op.Cast(g.op.Mul(g.op.Cast(self, to=INT64), np.array(0, dtype=np.int64)), to=INT64)
     x = g.op.Cast(self, to=TensorProto.INT32) if elem == TensorProto.BOOL else self
     work = g.get_type(x)
     # moved to the last axis: (..., n); window (..., i, j) holds x[j] for j <= i

@@ -91,3 +91,11 @@ def test_logcumsumexp(shape, dtype, special, seed):
 def test_logcumsumexp_all_minus_inf():
     x = torch.full((2, 4), float("-inf"))
     check_op(lambda t: torch.logcumsumexp(t, 1), [x], expect_op="aten::logcumsumexp.default")
+
+
+def test_zero_dim_inputs():
+    x = torch.tensor(3.0)
+    check_op(lambda t: torch.median(t, 0), [x], expect_op="aten::median.dim")
+    check_op(lambda t: torch.median(t, 0, True), [x], expect_op="aten::median.dim")
+    check_op(lambda t: torch.cummax(t, 0), [x], expect_op="aten::cummax.default")
+    check_op(lambda t: torch.logcumsumexp(t, 0), [x], expect_op="aten::logcumsumexp.default")
