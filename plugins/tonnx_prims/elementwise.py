@@ -84,7 +84,7 @@ def _unary(g, sts, outputs, op_type: str, self, *, integer_identity: bool = Fals
     rounding functions (``floor(int)`` is the int)."""
     elem = sts.dtype
     if elem == BOOL:
-        raise UnsupportedError(f"ONNX {op_type} of a bool tensor (torch raises too).")
+        raise UnsupportedError(f"prims {op_type.lower()} of a bool tensor: torch raises too.")
     if not is_float(elem) and integer_identity:
         return self
     return _node(g, op_type, [self], elem, outputs)
@@ -99,8 +99,6 @@ def prims_abs(g, sts, outputs, self):
 # prims::neg.default
 def prims_neg(g, sts, outputs, self):
     "neg(Tensor self) -> Tensor"
-    if sts.dtype == BOOL:
-        raise UnsupportedError("prims.neg on bool (torch raises).")
     return _unary(g, sts, outputs, "Neg", self)
 
 
