@@ -41,4 +41,4 @@ def test_blocks_are_found_and_skips_are_few():
     every = {p.name: blocks(p) for p in DOCS.glob("*.md")}
     assert sum(len(b) for b in every.values()) >= 8
     skipped = {page: sum(not run for _, _, run in b) for page, b in every.items()}
-    assert sum(skipped.values()) <= 3, skipped
+    assert sum(skipped.values()) <= 5, skipped
