@@ -137,3 +137,22 @@ def test_no_lifted_constant_from_the_cache():
     with tonnx.export_patches():
         ep = torch.export.export(CacheUser(), (torch.randn(1, 2, 1, 4), cache))
     assert not ep.constants
+
+
+class CacheBranch(torch.nn.Module):
+    def forward(self, x, cache):
+        keys = cache.layers[0].keys
+        return keys * 2 if keys.shape[2] >= 8 else keys + x
+
+
+def test_cache_length_capped_by_the_trace_is_refused():
+    """torch.export silently caps a Dim.DYNAMIC the code branches on (past in [2, 7], as a
+    sliding-window layer does): the model would be wrong beyond, its outputs declared 7 long."""
+    transformers = pytest.importorskip("transformers")
+    cache = transformers.cache_utils.DynamicCache([(torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4))])
+    with pytest.raises(tonnx.DynamicShapesError, match=r"past in \[2, 7\] only"):
+        tonnx.to_onnx(CacheBranch(), (torch.randn(1), cache), dynamic_shapes=(None, {2: "past"}))
+    cache = transformers.cache_utils.DynamicCache([(torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4))])
+    past = Dim("past", max=7)
+    onx = tonnx.to_onnx(CacheBranch(), (torch.randn(1), cache), dynamic_shapes=(None, {2: past}))
+    assert _dims(onx.graph.input[1]) == [1, 2, "past", 4]

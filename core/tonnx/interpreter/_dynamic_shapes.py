@@ -54,7 +54,7 @@ def _per_tensor(spec, tensor, path: str, named: list):
             continue
         name = _dim_name(d)
         if name is not None:
-            named.append((tensor, axis % tensor.dim(), name, path))
+            named.append((tensor, axis % tensor.dim(), name, path, isinstance(d, str)))
         out[axis] = torch.export.Dim.DYNAMIC if isinstance(d, str) else d
     return out
 
@@ -82,9 +82,13 @@ def _walk(arg, spec, path: str, named: list):
         return None if children is None else [_walk(a, None, path, named) for a in children]
     if _is_axis_dict(spec) and (children is not None or isinstance(arg, (list, tuple))):
         items = children if children is not None else arg
+        start = len(named)
         # one {axis: name} for the whole container: the same spec for every tensor in it
         out = [_walk(a, spec, f"{path}[{i}]", named) for i, a in enumerate(items)]
-        return out if children is not None else type(arg)(out)
+        if children is None:
+            return type(arg)(out)
+        _in_cache(named, start)
+        return out
     if children is not None:
         if not isinstance(spec, (list, tuple)) or len(spec) != len(children):
             raise DynamicShapesError(
@@ -92,7 +96,10 @@ def _walk(arg, spec, path: str, named: list):
                 f"{len(children)} items; give one {{axis: name}} dict for all of them or a "
                 f"list of {len(children)} specs, got {spec!r}."
             )
-        return [_walk(a, s, f"{path}[{i}]", named) for i, (a, s) in enumerate(zip(children, spec))]
+        start = len(named)
+        out = [_walk(a, s, f"{path}[{i}]", named) for i, (a, s) in enumerate(zip(children, spec))]
+        _in_cache(named, start)
+        return out
     if isinstance(arg, dict):
         if not isinstance(spec, dict) or set(spec) - set(arg):
             raise DynamicShapesError(
@@ -110,10 +117,15 @@ def _walk(arg, spec, path: str, named: list):
     return spec
 
 
+def _in_cache(named: list, start: int) -> None:
+    """Marks the names given by string inside a registered pytree node (a KV cache)."""
+    named[start:] = [(t, a, n, p, "cache" if k else k) for t, a, n, p, k in named[start:]]
+
+
 def _check_names_agree(named: list) -> None:
     """One name, one size: a name shared by dimensions of different example sizes is refused."""
     sizes: dict[str, dict[int, str]] = {}
-    for tensor, axis, name, path in named:
+    for tensor, axis, name, path, _ in named:
         sizes.setdefault(name, {}).setdefault(int(tensor.shape[axis]), f"{path} axis {axis}")
     for name, by_size in sizes.items():
         if len(by_size) > 1:
@@ -196,7 +208,7 @@ def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
     positions = {id(t): i for i, t in enumerate(leaves) if _is_tensor(t)}
     user_inputs = _user_inputs(ep)
     names: dict[str, str] = {}
-    for tensor, axis, name, path in named:
+    for tensor, axis, name, path, kind in named:
         index = positions.get(id(tensor))
         if index is None or index >= len(user_inputs):
             continue
@@ -215,8 +227,36 @@ def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
                 )
             )
         if d is not None and d.node.expr.is_Symbol:
+            if kind == "cache":
+                _check_not_bounded(ep, d.node.expr, name, path, axis)
             names.setdefault(d.node.expr.name, name)
     return names
+
+
+def _check_not_bounded(ep, symbol, name: str, path: str, axis: int) -> None:
+    """A cache length named by a string must take any size: a cap torch.export put on it
+    while tracing is refused.
+
+    torch.export narrows a ``Dim.DYNAMIC`` silently when the code branches on it (a sliding
+    window layer: ``past >= window``): the model would be wrong beyond the cap, and its
+    presents declared of the cap's length. (For plain tensors torch's ranges are kept in the
+    model's metadata: a cap there usually comes from indexing, which torch refuses beyond.)
+    """
+    bounds = ep.range_constraints.get(symbol)
+    if bounds is None:
+        return
+    upper = bounds.upper
+    if not (isinstance(upper, int) or getattr(upper, "is_Integer", False)):
+        return  # unbounded (int_oo)
+    upper = int(upper)
+    raise DynamicShapesError(
+        f"dynamic_shapes{path} names axis {axis} {name!r}, but torch.export traced the model for "
+        f"{name} in [{bounds.lower}, {upper}] only: the model's code branches on its value (for "
+        f"example a sliding window), and the exported graph would be wrong beyond {upper}. "
+        f"Give Dim({name!r}, max={upper}) to accept that range, or change what the code "
+        f"branches on (for a transformers cache: build the DynamicCache from (key, value) "
+        f"pairs without config=, so no layer is a sliding-window layer)."
+    )
 
 
 def _user_inputs(ep) -> list:
