@@ -13,6 +13,7 @@ def test_public_names():
         [
             "__version__",
             "to_onnx",
+            "export_patches",
             "pretty",
             "export_program",
             "convert",
