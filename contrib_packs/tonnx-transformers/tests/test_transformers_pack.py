@@ -1,0 +1,47 @@
+"""The pack as a user gets it: discovered after pip install, listed, blockable."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+import tonnx_transformers
+import torch
+import transformers.integrations.moe  # noqa: F401  (registers torch.ops.transformers)
+
+import tonnx
+
+
+class GroupedMM(torch.nn.Module):
+    def forward(self, x, weight, offs):
+        return torch.ops.transformers.grouped_mm_fallback(x, weight, offs)
+
+
+def _args():
+    return torch.randn(5, 3), torch.randn(2, 3, 4), torch.tensor([2, 5], dtype=torch.int32)
+
+
+def test_discovered_through_its_entry_point(capsys):
+    found = [ep for ep in importlib.metadata.entry_points(group="tonnx.packs") if ep.name == "transformers"]
+    assert len(found) == 1, "pip install ./contrib_packs/tonnx-transformers first"
+    assert found[0].value == "tonnx_transformers"
+    assert found[0].dist.name == "tonnx-transformers"
+    assert found[0].dist.version == tonnx_transformers.__version__
+    from tonnx.cli import main
+
+    assert main(["packs"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("transformers "))
+    assert tonnx_transformers.__version__ in line and "100" in line and "enabled" in line
+
+
+def test_converts_by_default():
+    onx = tonnx.to_onnx(GroupedMM(), _args())
+    assert "GatherElements" in {n.op_type for n in onx.graph.node}
+
+
+def test_blocking_restores_converter_not_found():
+    with pytest.raises(tonnx.ConverterNotFoundError) as info:
+        tonnx.to_onnx(GroupedMM(), _args(), dispatcher=tonnx.Dispatcher(packs=["no:transformers"]))
+    message = str(info.value)
+    assert "transformers::grouped_mm_fallback.default" in message
+    assert "disabled pack(s) 'transformers'" in message
