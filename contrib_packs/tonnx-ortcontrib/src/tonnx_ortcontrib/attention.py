@@ -12,7 +12,7 @@ than ``MultiHeadAttention`` (bench/bench_ortcontrib.py). Exactness, as torch com
   0 (no NaN) and the output multiplied by a 0/1 factor, as the aten pack does;
 - float32 only (torch computes half types in float32; the aten pack keeps those), a
   positive scale (0 means "default" to onnxruntime), no dropout, self-attention shapes
-  (L == S, value head size == key head size: the op's requirements).
+  (L == S, value head size == key head size, a multiple of 8: the op's requirements).
 
 The predicate leaves every other call to the aten pack. A rewrite rule then feeds the
 un-repeated key/value of HF's ``repeat_kv`` (Unsqueeze/Expand/Reshape) to the op.
@@ -54,7 +54,7 @@ def _fits(node) -> bool:
         return False
     (b, hq, _, e), (bk, hk, s, ek), (bv, hv, sv, ev) = q.shape, k.shape, v.shape
     static = (hq, e, hk, ek, hv, ev)
-    if not all(type(d) is int for d in static) or ek != e or ev != e or hk != hv or hq % hk:
+    if not all(type(d) is int for d in static) or ek != e or ev != e or e % 8 or hk != hv or hq % hk:
         return False
     if hk != hq and not call["enable_gqa"]:
         return False
@@ -148,7 +148,10 @@ def _without_dead_rows(g, bias: str) -> tuple[str, str | None]:
         dead = ~(values != -np.inf).any(axis=-1, keepdims=True)
         if not dead.any():
             return bias, None
-        return np.where(dead, 0, values).astype(np.float32), (~dead).astype(np.float32)
+        return (
+            g.make_initializer("", np.where(dead, 0, values).astype(np.float32)),
+            g.make_initializer("", (~dead).astype(np.float32)),
+        )
     last = np.array([-1], dtype=np.int64)
     dead = g.op.IsInf(g.op.ReduceMax(bias, last, keepdims=1), detect_positive=0)
     alive = g.op.Cast(g.op.Not(dead), to=TensorProto.FLOAT)
