@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import pytest
 import tonnx_transformers
@@ -10,6 +11,7 @@ import torch
 import transformers.integrations.moe  # noqa: F401  (registers torch.ops.transformers)
 
 import tonnx
+from tonnx.testing import assert_follows_schema, assert_pack_covered
 
 
 class GroupedMM(torch.nn.Module):
@@ -45,3 +47,11 @@ def test_blocking_restores_converter_not_found():
     message = str(info.value)
     assert "transformers::grouped_mm_fallback.default" in message
     assert "disabled pack(s) 'transformers'" in message
+
+
+def test_every_converter_is_tested_and_follows_its_schema():
+    assert_pack_covered("transformers", Path(__file__).parent)
+    from tonnx_transformers import moe
+
+    for converter in moe.CONVERTERS:
+        assert_follows_schema(converter)
