@@ -65,3 +65,24 @@ def inputs(batch: int, seq: int, seed: int = 0) -> tuple[torch.Tensor, torch.Ten
     mask = torch.ones(batch, seq, dtype=torch.int64)
     mask[-1, :2] = 0
     return ids, mask
+
+
+def cache_inputs(batch: int, seq: int, past: int, seed: int = 0) -> dict:
+    """Keyword inputs of a Mixtral step with a ``DynamicCache`` of ``past`` positions."""
+    from transformers.cache_utils import DynamicCache
+
+    gen = torch.Generator().manual_seed(seed)
+    mask = torch.ones(batch, past + seq, dtype=torch.int64)
+    mask[-1, :2] = 0
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -seq:]
+    kv_heads, head_dim = COMMON["num_key_value_heads"], COMMON["hidden_size"] // COMMON["num_attention_heads"]
+    layers = [
+        tuple(torch.randn(batch, kv_heads, past, head_dim, generator=gen) for _ in range(2))
+        for _ in range(COMMON["num_hidden_layers"])
+    ]
+    return {
+        "input_ids": torch.randint(0, COMMON["vocab_size"], (batch, seq), generator=gen),
+        "attention_mask": mask,
+        "position_ids": positions,
+        "past_key_values": DynamicCache(layers),
+    }
