@@ -168,7 +168,7 @@ def _trace(op, decomposition, args, kwargs):
             f"{type(e).__name__}: {e}"
         ) from e
     if _mutates(gm):
-        raise UnsupportedError(f"torch's decomposition of {key_of(op)} mutates tensors even functionalized.")
+        raise UnsupportedError(f"torch's decomposition of {key_of(op)} writes into a view even functionalized.")
     if shape_env is not None and len(shape_env.guards) != guards:
         new = [str(gd.expr) for gd in shape_env.guards[guards:]]
         raise UnsupportedError(
@@ -181,14 +181,28 @@ def _trace(op, decomposition, args, kwargs):
 
 
 def _mutates(gm) -> bool:
-    """True when an op of the trace writes into one of its arguments (copy_to, index_put_)."""
+    """True when an op of the trace writes into a view (copy_to into a diagonal).
+
+    The interpreter rebinds a tensor written in place, which is exact for a fresh tensor
+    but loses the write into the tensor a view aliases.
+    """
     import torch
 
     for node in gm.graph.nodes:
-        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-            if node.target._schema.is_mutable:
-                return True
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if node.target._schema.is_mutable and node.args and _is_view(node.args[0]):
+            return True
     return False
+
+
+def _is_view(arg) -> bool:
+    import torch
+
+    target = getattr(arg, "target", None)
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in target._schema.returns)
 
 
 def _modes(inputs):
