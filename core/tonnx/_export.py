@@ -8,6 +8,7 @@ from typing import Any
 
 from . import _report
 from ._errors import ExportFailedError, OutputFileError, TonnxError
+from ._keyword_inputs import explicit_keyword_inputs
 from ._patches import export_patches
 
 #: Models whose initializers exceed this are written with external data when saved.
@@ -144,7 +145,8 @@ def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, str
         if dynamic_shapes is None:
             return model, dict(model.graph_module.meta.get(DIM_NAMES, {}))
         return model, _dynamic_shapes.program_symbol_names(model, args, kwargs, dynamic_shapes)
-    with export_patches():  # also for tonnx.export_program, which calls this alone
+    with export_patches(), explicit_keyword_inputs(model, kwargs):
+        # (export_patches also here for tonnx.export_program, which calls this alone)
         spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
         ep = _export(model, args, kwargs, spec, strict)
         return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)

@@ -87,6 +87,33 @@ def test_one_spec_for_a_whole_list():
     np.testing.assert_allclose(got[0], SumList()(other).numpy(), rtol=1e-5, atol=1e-5)
 
 
+class TakesKeywords(torch.nn.Module):
+    """forward reads its inputs from ``**kwargs``, as transformers 5.24 takes ``past_key_values``."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, **kwargs):
+        return self.lin(x) + kwargs["past"][0] * kwargs["past"][1]
+
+
+def test_dynamic_inputs_through_var_keyword():
+    """Was: torch.export's AssertionError 'Must provide a tree_name when there might be a
+    mismatch', then DynamicShapesError 'not arguments of forward'."""
+    model = TakesKeywords()
+    past = [torch.randn(4, 3), torch.randn(4, 3)]
+    onx = tonnx.to_onnx(
+        model, (torch.randn(4, 3),), {"past": past}, dynamic_shapes={"x": {0: "n"}, "past": {0: "n"}}
+    )
+    assert [i.name for i in onx.graph.input] == ["x", "past.0", "past.1"]
+    assert [_dims(i) for i in onx.graph.input] == [["n", 3]] * 3
+    assert "forward" not in model.__dict__  # the explicit signature lasted for the export only
+    x, other = torch.randn(7, 3), [torch.randn(7, 3), torch.randn(7, 3)]
+    got = run_onnxruntime(onx, [x.numpy(), *(t.numpy() for t in other)])
+    np.testing.assert_allclose(got[0], model(x, past=other).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_export_patches_scope():
     transformers = pytest.importorskip("transformers")
     from torch.utils import _pytree

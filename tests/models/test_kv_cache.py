@@ -6,6 +6,7 @@ and 3, left and right padding; a greedy loop in onnxruntime gives generate()'s t
 
 from __future__ import annotations
 
+import inspect
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -143,6 +144,26 @@ def test_causal_lm_with_cache(name):
             input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False, pad_token_id=0
         )[:, 6:].numpy()
     np.testing.assert_array_equal(_greedy_onnxruntime(sess, config, ids, mask, 20), expected)
+
+
+def test_cache_argument_by_its_new_name():
+    """transformers 5.24 calls the argument ``cache`` (``past_key_values`` still accepted):
+    the ONNX names are the conventional ones either way."""
+    model = T.MODELS["llama"]()[0].model
+    if "cache" not in inspect.signature(model.forward).parameters:
+        pytest.skip("this transformers names the argument past_key_values only")
+    inputs = _inputs(model.config, 2, 3, 5, "left", 0)
+    inputs["cache"] = inputs.pop("past_key_values")
+    dynamic = {**DYNAMIC, "cache": DYNAMIC["past_key_values"]}
+    del dynamic["past_key_values"]
+    onx = tonnx.to_onnx(model, kwargs=inputs, dynamic_shapes=dynamic)
+    assert [i.name for i in onx.graph.input][3:5] == ["past_key_values.0.key", "past_key_values.0.value"]
+    assert [o.name for o in onx.graph.output][:2] == ["logits", "present.0.key"]
+    inputs = _inputs(model.config, 3, 2, 9, "right", 1)
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, _feeds(inputs))))
+    for key, value in _expected(model, inputs).items():
+        np.testing.assert_allclose(got[key], value, atol=ATOL, rtol=1e-4, err_msg=key)
 
 
 def _t5_inputs(config, batch: int, past: int, enc: int, seed: int) -> dict:
