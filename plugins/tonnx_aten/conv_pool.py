@@ -85,6 +85,9 @@ def _conv_pads(g, weight: str, padding, dilation: list[int], n: int) -> list[int
 
 def _conv(g, outputs, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """Conv or ConvTranspose; both take torch's weight layout as it is."""
+    if not is_float(g.get_type(input)):
+        # ONNX defines Conv/ConvTranspose on floats only (ConvInteger is a quantized op)
+        raise UnsupportedError("convolution of an integer tensor: ONNX Conv takes floats only")
     n = g.get_rank(weight) - 2
     x, unbatched = _batched(g, input, n)
     dilation = _ints(dilation, n, "dilation")

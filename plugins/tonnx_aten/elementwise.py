@@ -527,6 +527,8 @@ def aten_where(g, sts, outputs, condition, self, other):
 
 def _clamp(g, self: str, lower, upper, elem: int, outputs) -> str:
     """Scalar bounds go to Clip, tensor bounds to Max/Min (both propagate nan inputs)."""
+    if elem == BOOL:  # ONNX has no bool Clip/Max/Min: 0/1 in uint8 clamp exactly
+        return g.op.Cast(_clamp(g, self, lower, upper, TensorProto.UINT8, 1), to=BOOL, outputs=outputs)
     x = cast(g, self, elem)
     if any(type(v) is float and math.isnan(v) for v in (lower, upper)):
         # torch's clamp returns nan everywhere for a nan bound; Clip would ignore it

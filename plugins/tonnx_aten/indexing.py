@@ -19,7 +19,12 @@ _BOOL = TensorProto.BOOL
 #: index tensors of these types are masks (uint8 is torch's deprecated byte mask)
 _MASK_TYPES = (TensorProto.BOOL, TensorProto.UINT8)
 #: reductions of Scatter* computed in float: onnxruntime has no float16 kernels for them
-_SCATTER_WIDE = {TensorProto.FLOAT16: TensorProto.FLOAT, TensorProto.BFLOAT16: TensorProto.FLOAT}
+_SCATTER_WIDE = {
+    TensorProto.FLOAT16: TensorProto.FLOAT,
+    TensorProto.BFLOAT16: TensorProto.FLOAT,
+    # onnxruntime has no bool min/max reduction; 0/1 in int32 reduce exactly, Cast maps back
+    TensorProto.BOOL: TensorProto.INT32,
+}
 #: types Where lacks in onnxruntime, widened exactly (bool goes through And/Or)
 _WHERE_WIDE = {TensorProto.INT16: TensorProto.INT32, TensorProto.UINT16: TensorProto.INT32}
 #: types TopK lacks in onnxruntime, widened exactly (order is preserved)

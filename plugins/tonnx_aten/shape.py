@@ -591,7 +591,7 @@ def _crop(g, x: str, axes: list[int], begins: list[int], ends: list[int]) -> str
 
 
 def _circular(g, x: str, axes: list[int], begins: list[int], ends: list[int]) -> str:
-    """Circular padding by slices (Pad's mode "wrap" needs opset 19)."""
+    """Circular padding by slices (Pad's mode "wrap" needs opset 19, and onnxruntime)."""
     for axis, b, e in zip(axes, begins, ends):
         parts = [x]
         if b:
@@ -602,18 +602,37 @@ def _circular(g, x: str, axes: list[int], begins: list[int], ends: list[int]) ->
     return x
 
 
+def _refuse_cropped_away(g, x: str, axes: list[int], begins: list[int], ends: list[int], mode: str) -> None:
+    """Negative pads that crop an axis to nothing: torch then pads from the clamped edge of
+    the uncropped input, which crop-then-pad cannot express."""
+    shape = g.get_shape(x) if g.has_shape(x) else None
+    for axis, b, e in zip(axes, begins, ends):
+        size = shape[axis] if shape is not None else None
+        crop = max(-b, 0) + max(-e, 0)
+        if crop and type(size) is int and crop >= size and (b > 0 or e > 0):
+            raise UnsupportedError(
+                f"{mode} padding {list(zip(begins, ends))} crops axis {axis} (size {size}) "
+                f"to nothing before padding it"
+            )
+
+
 def _mode_pad(g, x: str, pad, mode: str) -> str:
     """reflect/replicate/circular padding; torch crops negative pads before padding."""
     if not all(type(p) is int for p in pad):
         raise UnsupportedError(f"{mode} padding with dynamic pads {pad} is not supported.")
     axes = _pad_axes(g.get_rank(x), pad)
     begins, ends = list(pad[0::2]), list(pad[1::2])
+    _refuse_cropped_away(g, x, axes, begins, ends, mode)
     x = _crop(g, x, axes, begins, ends)
     begins, ends = [max(b, 0) for b in begins], [max(e, 0) for e in ends]
     if not any(begins) and not any(ends):
         return x
-    if mode == "circular" and g.main_opset < 19:
+    if mode == "circular":  # onnxruntime 1.32 runs no Pad "wrap" ("Unexpected mode of 3")
         return _circular(g, x, axes, begins, ends)
+    shape = g.get_shape(x) if g.has_shape(x) else None
+    if shape is not None and 0 in shape:
+        # an empty tensor pads to an empty tensor; onnxruntime refuses "edge" on it
+        mode = "constant"
     return g.op.Pad(x, _i64(begins + ends), None, _i64(axes), mode=_MODES[mode])
 
 

@@ -606,6 +606,8 @@ def aten_glu(g, sts, outputs, self, dim=-1):
 # aten::heaviside.default
 def aten_heaviside(g, sts, outputs, self, values):
     "heaviside(Tensor self, Tensor values) -> Tensor"
+    if sts.dtype == BOOL:  # False -> values, True -> True (ONNX has no bool Greater)
+        return g.op.Or(self, cast(g, values, BOOL), outputs=outputs)
     elem = sts.dtype
     x = cast(g, self, elem)
     step = g.op.Cast(g.op.Greater(x, _const(0, elem)), to=elem)

@@ -24,7 +24,17 @@ MUST_PASS = (
     "median", "cummax", "cummin", "searchsorted", "bucketize", "histc", "linalg.det",
 )
 #: OpInfo names checked on int64 samples (no float32 samples, or integer-specific code)
-MUST_PASS_INT64 = ("bitwise_left_shift", "bitwise_right_shift", "bincount", "unique")
+MUST_PASS_INT64 = (
+    "bitwise_left_shift", "bitwise_right_shift", "bincount", "unique", "topk",
+    "nn.functional.pad.circular",
+)
+#: bool samples: ONNX lacks bool Max/Min/Greater and onnxruntime a bool min/max scatter
+MUST_PASS_BOOL = (
+    "clamp_max", "clamp_min", "heaviside", "scatter_reduce.amin", "scatter_reduce.amax",
+    "sort", "argsort",
+)
+#: refused with a typed error, never an invalid model (ONNX Conv takes floats only)
+MUST_REFUSE_INT64 = ("nn.functional.conv2d", "nn.functional.conv_transpose1d")
 
 
 def _sweep(names, dtype):
@@ -34,7 +44,10 @@ def _sweep(names, dtype):
     return [run_op(op, dtype, samples=1, export=_export_tonnx, dispatcher=None) for op in select_ops(pattern)]
 
 
-@pytest.mark.parametrize(("names", "dtype"), [(MUST_PASS, "float32"), (MUST_PASS_INT64, "int64")])
+@pytest.mark.parametrize(
+    ("names", "dtype"),
+    [(MUST_PASS, "float32"), (MUST_PASS_INT64, "int64"), (MUST_PASS_BOOL, "bool")],
+)
 def test_subset_passes_without_mismatch(names, dtype):
     results = _sweep(names, dtype)
     assert {r.op.split(".")[0] for r in results} >= {n.split(".")[0] for n in names}
@@ -42,3 +55,31 @@ def test_subset_passes_without_mismatch(names, dtype):
     assert not mismatches, mismatches
     failing = [(r.op, r.outcome, r.detail) for r in results if r.outcome not in ("pass", "skipped")]
     assert not failing, failing
+
+
+def test_integer_convolution_is_refused():
+    results = _sweep(MUST_REFUSE_INT64, "int64")
+    assert sorted((r.op, r.outcome) for r in results) == [(n, "unsupported") for n in MUST_REFUSE_INT64]
+    assert all("ONNX Conv takes floats only" in r.detail for r in results)
+
+
+def test_ties_compare_by_the_values_they_pick():
+    """The harness accepts another order of equal values where torch leaves it open, and
+    still catches indices that pick a wrong value or repeat a position."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tests.conformance.opinfo import _compare_modulo_ties
+
+    x = torch.tensor([[1, 0, 1, 1], [0, 0, 2, 0]])
+    torch_values, torch_indices = torch.tensor([[1, 1], [2, 0]]), torch.tensor([[2, 0], [2, 3]])
+    sample = SimpleNamespace(args=(2, -1), kwargs={})
+    expected = [torch_values, torch_indices]
+
+    def check(indices):
+        return _compare_modulo_ties("topk", sample, x, expected, [torch_values.numpy(), indices], "int64")
+
+    assert check(torch.tensor([[0, 3], [2, 0]]).numpy()) == ""
+    assert "other values" in check(torch.tensor([[0, 1], [2, 0]]).numpy())
+    assert "repeat" in check(torch.tensor([[0, 0], [2, 1]]).numpy())

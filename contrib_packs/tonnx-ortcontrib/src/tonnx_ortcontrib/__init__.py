@@ -5,7 +5,8 @@ attention becomes ``GroupQueryAttention`` (grouped or not; the query, key and va
 projections packed into one MatMul, rotary embeddings done inside the op), rotary
 embeddings elsewhere ``RotaryEmbedding``. A case the fused op does not compute exactly as
 torch is left to the aten pack. ``Dispatcher(packs=["no:ortcontrib"])`` or
-``TONNX_PACKS=no:ortcontrib`` gives the standard-domain graph.
+``TONNX_PACKS=no:ortcontrib`` gives the standard-domain graph. :mod:`.reference` runs
+the emitted ops in onnx's reference evaluator (``tonnx.testing.run_reference``).
 
 Measured and left out (bench/bench_fused_ops.py): ``SkipSimplifiedLayerNormalization``
 runs slower than the Add and ``SimplifiedLayerNormalization`` it replaces, and
@@ -35,6 +36,12 @@ def _rewrites():
     return [*layout.REWRITES, *rotary.REWRITES, *attention.REWRITES]
 
 
+def _reference_kernels():
+    from .reference import KERNELS
+
+    return list(KERNELS)
+
+
 @hookimpl
 def tonnx_pack() -> PackSpec:
     return PackSpec(
@@ -45,4 +52,5 @@ def tonnx_pack() -> PackSpec:
         priority=200,
         domains={MS_DOMAIN: 1},
         description="onnxruntime com.microsoft fused ops (GroupQueryAttention, RotaryEmbedding)",
+        reference_kernels=_reference_kernels,
     )
