@@ -55,39 +55,50 @@ def _same(model, feeds: list, atol: float = 1e-4):
     return got
 
 
-@st.composite
-def gqa_nodes(draw):
-    """(feeds, attributes) as the pack emits them: separate or packed query/key/value,
-    grouped heads, causal or not, a (B|1, N|1, S, S) bias with -inf entries, a scale,
-    rotary inside the op (head size a multiple of 16, as onnxruntime wants)."""
-    batch, kv_heads, group = draw(st.integers(1, 3)), draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2, 3]))
-    length, size = draw(st.integers(1, 9)), draw(st.sampled_from([8, 16, 32]))
+def gqa_node(rng, *, batch, kv_heads, group, length, size, packed, rotary, causal, bias, scale=None):
+    """(feeds, attributes) of a GroupQueryAttention node as the pack emits it; ``bias`` is
+    None or the (B|1, N|1) leading dims of a bias with -inf entries (no row fully masked)."""
     heads = kv_heads * group
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    attributes = {"num_heads": heads, "kv_num_heads": kv_heads, "causal": draw(st.sampled_from([0, 1]))}
-    if draw(st.booleans()):
-        attributes["scale"] = draw(st.sampled_from([0.3, 1.2]))
+    attributes = {"num_heads": heads, "kv_num_heads": kv_heads, "causal": causal}
+    if scale is not None:
+        attributes["scale"] = scale
 
     def randn(*shape):
         return rng.standard_normal(shape).astype(np.float32)
 
-    if draw(st.booleans()):
+    if packed:
         feeds = {"query": randn(batch, length, (heads + 2 * kv_heads) * size)}
     else:
         feeds = {"query": randn(batch, length, heads * size), "key": randn(batch, length, kv_heads * size),
                  "value": randn(batch, length, kv_heads * size)}  # fmt: skip
     feeds["seqlens_k"] = np.full((batch,), length - 1, dtype=np.int32)
     feeds["total_sequence_length"] = np.array(length, dtype=np.int32)
-    if size % 16 == 0 and draw(st.booleans()):
+    if rotary:
         attributes["do_rotary"] = 1
-        angles = rng.uniform(0, 6, (length + draw(st.integers(0, 3)), size // 2)).astype(np.float32)
+        angles = rng.uniform(0, 6, (length + 2, size // 2)).astype(np.float32)
         feeds["cos_cache"], feeds["sin_cache"] = np.cos(angles), np.sin(angles)
-    if draw(st.booleans()):
-        shape = (draw(st.sampled_from([1, batch])), draw(st.sampled_from([1, heads])), length, length)
-        bias = randn(*shape)
-        bias[..., 1:] = np.where(rng.random((*shape[:3], length - 1)) > 0.7, -np.inf, bias[..., 1:])
-        feeds["attention_bias"] = bias  # column 0 stays finite: no row fully masked
+    if bias is not None:
+        shape = (*bias, length, length)
+        values = randn(*shape)
+        values[..., 1:] = np.where(rng.random((*shape[:3], length - 1)) > 0.7, -np.inf, values[..., 1:])
+        feeds["attention_bias"] = values  # column 0 stays finite
     return feeds, attributes
+
+
+@st.composite
+def gqa_nodes(draw):
+    """Separate or packed query/key/value, grouped heads, causal or not, a (B|1, N|1, S, S)
+    bias, a scale, rotary inside the op (head size a multiple of 16, as onnxruntime wants)."""
+    batch, kv_heads, group = draw(st.integers(1, 3)), draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2, 3]))
+    size = draw(st.sampled_from([8, 16, 32]))
+    bias = (draw(st.sampled_from([1, batch])), draw(st.sampled_from([1, kv_heads * group])))
+    return gqa_node(
+        np.random.default_rng(draw(st.integers(0, 2**16))),
+        batch=batch, kv_heads=kv_heads, group=group, length=draw(st.integers(1, 9)), size=size,
+        packed=draw(st.booleans()), rotary=size % 16 == 0 and draw(st.booleans()),
+        causal=draw(st.sampled_from([0, 1])), bias=draw(st.sampled_from([None, bias])),
+        scale=draw(st.sampled_from([None, 0.3, 1.2])),
+    )  # fmt: skip
 
 
 @given(gqa_nodes())
@@ -97,6 +108,29 @@ def test_group_query_attention_node(call):
     _same(model, list(feeds.values()))
 
 
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("rotary", [False, True])
+@pytest.mark.parametrize("causal", [0, 1])
+@pytest.mark.parametrize("bias", [None, (2, 1), (1, 4)])
+def test_group_query_attention_combinations(packed, rotary, causal, bias):
+    """Every combination of the pack's inputs and flags, whatever hypothesis draws."""
+    rng = np.random.default_rng(0)
+    feeds, attributes = gqa_node(
+        rng, batch=2, kv_heads=2, group=2, length=5, size=16, packed=packed, rotary=rotary,
+        causal=causal, bias=bias, scale=0.3,
+    )  # fmt: skip
+    _same(_model("GroupQueryAttention", feeds, 3, **attributes), list(feeds.values()))
+
+
+def test_row_with_every_key_masked_is_nan_as_in_onnxruntime():
+    """The converter zeroes such rows before the op; the op itself gives NaN."""
+    bias = np.zeros((1, 1, 4, 4), np.float32)
+    bias[..., 2, :] = -np.inf
+    feeds = _gqa_feeds(attention_bias=bias)
+    (out, *_) = _same(_model("GroupQueryAttention", feeds, 3, num_heads=2, kv_num_heads=2, causal=0), list(feeds.values()))
+    assert np.isnan(out[0, 2]).all() and not np.isnan(out[0, [0, 1, 3]]).any()
+
+
 @st.composite
 def rotary_nodes(draw):
     """(feeds, attributes): 3-D (B, S, N*H) input with num_heads or 4-D (B, N, S, H), per-row
@@ -104,7 +138,7 @@ def rotary_nodes(draw):
     batch, heads, length = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 7))
     size, dtype = draw(st.sampled_from([2, 8, 16])), draw(st.sampled_from([np.float32, np.float16]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    rows = draw(st.integers(1, 12))
+    rows = length + draw(st.integers(0, 5))  # onnxruntime wants a row per position at least
     angles = rng.uniform(0, 6, (rows, size // 2))
     positions = rng.integers(0, rows, (batch, length), dtype=np.int64)
     if draw(st.booleans()):
@@ -134,9 +168,11 @@ def _gqa_feeds(length=4, kv_length=4, dtype=np.float32, **extra):
     return {**feeds, **extra}
 
 
-def _rotary_feeds(x_shape=(1, 2, 3, 8), positions=None, dtype=np.float32):
-    angles = np.linspace(0, 3, 4 * (x_shape[-1] // 2)).reshape(4, -1)
-    positions = np.zeros(x_shape[:1] + x_shape[2:3], dtype=np.int64) if positions is None else positions
+def _rotary_feeds(x_shape=(1, 2, 3, 8), head=8, positions=None, dtype=np.float32):
+    """A 4-D (B, N, S, H) or 3-D (B, S, N*H) input, positions 0, 4 cache rows."""
+    angles = np.linspace(0, 3, 4 * (head // 2)).reshape(4, -1)
+    length = x_shape[1] if len(x_shape) == 3 else x_shape[2]
+    positions = np.zeros((x_shape[0], length), dtype=np.int64) if positions is None else positions
     return {"input": np.ones(x_shape, dtype), "position_ids": positions,
             "cos_cache": np.cos(angles).astype(dtype), "sin_cache": np.sin(angles).astype(dtype)}  # fmt: skip
 
@@ -171,6 +207,17 @@ def test_what_the_pack_does_not_emit_raises(op, feeds, attributes, named):
     model = _model(op, feeds, 3 if op == "GroupQueryAttention" else 1, **attributes)
     with pytest.raises(NotImplementedError, match=named.replace("(", r"\(")):
         ExtendedReferenceEvaluator(model).run(None, feeds)
+
+
+def test_features_set_off_explicitly_are_accepted():
+    """The attributes the pack never sets, written at their default (feature off)."""
+    feeds = _gqa_feeds()
+    off = {"local_window_size": -1, "softcap": 0.0, "qk_output": 0, "rotary_interleaved": 0, "smooth_softmax": 0,
+           "sliding_window_cache": 0, "k_quant_type": "NONE", "v_quant_type": "NONE"}  # fmt: skip
+    _same(_model("GroupQueryAttention", feeds, 3, num_heads=2, kv_num_heads=2, **off), list(feeds.values()))
+    feeds = _rotary_feeds(x_shape=(1, 3, 16))
+    off = {"num_heads": 2, "interleaved": 0, "rotary_embedding_dim": 0, "is_packed_batching": 0, "scale": 1.0}
+    _same(_model("RotaryEmbedding", feeds, 1, **off), list(feeds.values()))
 
 
 def test_kernels_come_from_the_pack_spec():

@@ -42,6 +42,7 @@ def _unsupported(op: str, what: str) -> NotImplementedError:
 def _check_attributes(op: str, attributes: dict, used: set, off: dict) -> None:
     for name, value in attributes.items():
         if name not in used and value not in off.get(name, ()):
+            value = value.item() if isinstance(value, np.generic) else value
             raise _unsupported(op, f"attribute {name}={value!r}")
 
 
@@ -65,6 +66,9 @@ class RotaryEmbedding(OpRun):
     (B, N, S, H), 2-D ``position_ids`` (B, S) indexing (max_pos, H/2) cos/sin caches."""
 
     op_domain = MS_DOMAIN
+    # onnx's evaluator would otherwise take the schema (and the attribute defaults) of the
+    # standard-domain RotaryEmbedding, found by class name whatever the domain
+    op_schema = None
 
     def _run(self, x, position_ids, cos_cache, sin_cache, **attributes):
         op = "RotaryEmbedding"
@@ -87,6 +91,8 @@ class RotaryEmbedding(OpRun):
             raise ValueError(f"{op}: input of rank {x.ndim}, expected 3 or 4.")
         if 2 * cos_cache.shape[-1] != bnsh.shape[-1]:
             raise _unsupported(op, f"a rotary dimension {2 * cos_cache.shape[-1]} != head size {bnsh.shape[-1]}")
+        if cos_cache.shape[0] < bnsh.shape[2]:  # onnxruntime rejects it too
+            raise ValueError(f"{op}: cos_cache has {cos_cache.shape[0]} rows, fewer than the {bnsh.shape[2]} positions.")
         # (B, 1, S, H/2): one angle row per (batch, position), shared by the heads; float16
         # computed in float32 and rounded once, as onnxruntime's CPU kernel does
         cos, sin = (c[position_ids][:, None].astype(np.float32) for c in (cos_cache, sin_cache))
@@ -101,8 +107,9 @@ def _gqa_inputs(args: tuple) -> dict:
     if len(args) > len(_GQA_INPUTS):
         raise ValueError(f"GroupQueryAttention: {len(args)} inputs, the schema has {len(_GQA_INPUTS)}.")
     given = {name: a for name, a in zip(_GQA_INPUTS, args) if a is not None}
-    for name in given.keys() - _GQA_USED:
-        raise _unsupported("GroupQueryAttention", f"input {name}")
+    extra = [name for name in _GQA_INPUTS if name in given and name not in _GQA_USED]
+    if extra:
+        raise _unsupported("GroupQueryAttention", f"input {', '.join(extra)}")
     return given
 
 
@@ -168,7 +175,9 @@ def _attention(q, k, v, bias, causal: int, scale: float) -> np.ndarray:
         _check_float32("GroupQueryAttention", "attention_bias", bias)
         b, n, length, size = scores.shape
         if bias.ndim != 4 or bias.shape[0] not in (1, b) or bias.shape[1] not in (1, n) or bias.shape[2:] != (length, size):
-            raise ValueError(f"GroupQueryAttention: attention_bias of shape {bias.shape}, expected ({b}|1, {n}|1, {length}, {size}).")
+            raise ValueError(
+                f"GroupQueryAttention: attention_bias of shape {bias.shape}, expected ({b}|1, {n}|1, {length}, {size})."
+            )
         scores = scores + bias
     if causal:
         length, size = scores.shape[-2:]
@@ -186,6 +195,7 @@ class GroupQueryAttention(OpRun):
     present key (rotated) and value."""
 
     op_domain = MS_DOMAIN
+    op_schema = None
 
     def _run(self, *args, **attributes):
         op = "GroupQueryAttention"
