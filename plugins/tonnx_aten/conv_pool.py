@@ -85,7 +85,8 @@ def _conv_pads(g, weight: str, padding, dilation: list[int], n: int) -> list[int
 
 def _conv(g, outputs, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """Conv or ConvTranspose; both take torch's weight layout as it is."""
-    if not is_float(g.get_type(input)):
+    elem = g.get_type(input)
+    if not is_float(elem):
         # ONNX defines Conv/ConvTranspose on floats only (ConvInteger is a quantized op)
         raise UnsupportedError("convolution of an integer tensor: ONNX Conv takes floats only")
     n = g.get_rank(weight) - 2
@@ -97,11 +98,14 @@ def _conv(g, outputs, input, weight, bias, stride, padding, dilation, transposed
         "dilations": dilation,
         "group": _static_int(groups, "groups"),
     }
+    # torch accumulates float16/bfloat16 in float32 (and ONNX Conv has no bfloat16)
+    x, weight = _opmath(g, x), _opmath(g, weight)
+    bias = None if bias is None else _opmath(g, bias)
     if transposed:
         y = _conv_transpose(g, x, weight, bias, attributes, _ints(output_padding, n, "output_padding"))
     else:
         y = g.make_node("Conv", [x, weight] if bias is None else [x, weight, bias], **attributes)
-    return _emit(g, [y], outputs, unbatched)[0]
+    return _emit(g, [cast(g, y, elem)], outputs, unbatched)[0]
 
 
 def _conv_transpose(g, x: str, weight: str, bias, attributes: dict, output_padding: list[int]) -> str:
@@ -210,6 +214,8 @@ def _pool_attributes(kernel_size, stride, padding, n: int, ceil_mode: bool) -> d
 def _max_pool_type(g, x: str) -> int:
     """The type MaxPool runs in: floats and 8-bit integers as they are, others exactly."""
     elem = g.get_type(x)
+    if elem == TensorProto.BFLOAT16:
+        return TensorProto.FLOAT  # exact: MaxPool takes no bfloat16 before opset 22
     if is_float(elem) or elem in (TensorProto.INT8, TensorProto.UINT8):
         return elem
     if elem in (TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32):
@@ -297,10 +303,12 @@ def _avg_pool(g, sts, outputs, x: str, n: int, attributes: dict, divisor_overrid
     if not is_float(g.get_type(x)):
         raise UnsupportedError(f"average pooling of {TensorProto.DataType.Name(g.get_type(x))} tensors")
     shape = g.get_shape(x)
+    elem = g.get_type(x)
     x, unbatched = _batched(g, x, n)
+    x = _opmath(g, x)  # torch sums float16/bfloat16 in float32
     if divisor_override is None:
         pooled = g.op.AveragePool(x, **attributes)
-        return _emit(g, [pooled], outputs, unbatched)[0]
+        return _emit(g, [cast(g, pooled, elem)], outputs, unbatched)[0]
     if not _full_windows(sts, shape, attributes, n):
         raise UnsupportedError(
             "avg_pool with divisor_override where a window overhangs the padded input "
@@ -310,7 +318,7 @@ def _avg_pool(g, sts, outputs, x: str, n: int, attributes: dict, divisor_overrid
     attributes = {**attributes, "count_include_pad": 1}
     factor = math.prod(attributes["kernel_shape"]) / divisor_override
     pooled = g.op.Mul(g.op.AveragePool(x, **attributes), factor)
-    return _emit(g, [pooled], outputs, unbatched)[0]
+    return _emit(g, [cast(g, pooled, elem)], outputs, unbatched)[0]
 
 
 # aten::avg_pool1d.default
@@ -739,14 +747,15 @@ def aten_grid_sampler(g, sts, outputs, input, grid, interpolation_mode, padding_
     modes = _GRID_MODES_20 if g.main_opset >= 20 else _GRID_MODES_16
     if spatial == 3 and interpolation_mode == 2:
         raise UnsupportedError("grid_sampler_3d with bicubic interpolation (torch has none)")
-    return g.op.GridSample(
-        input,
-        grid,
-        outputs=outputs,
+    # torch interpolates float16/bfloat16 in float32
+    sampled = g.op.GridSample(
+        _opmath(g, input),
+        _opmath(g, grid),
         mode=modes[interpolation_mode],
         padding_mode=_GRID_PADDING[padding_mode],
         align_corners=int(bool(align_corners)),
     )
+    return _cast_out(g, sampled, g.get_type(input), outputs)
 
 
 # -- col2im -------------------------------------------------------------------------------------

@@ -601,7 +601,8 @@ def _bag_totals(g, bags: str, updates: str, n_bags: str, fill, elem: int, reduct
     """
     shape = g.op.Concat(g.op.Add(n_bags, _i64(1)), g.op.Shape(updates, start=1), axis=0)
     start = g.op.Expand(operand(g, fill, elem), shape)
-    return g.op.ScatterND(start, g.op.Unsqueeze(bags, _i64(1)), updates, reduction=reduction)
+    # float16/bfloat16 sums run in float32, as torch accumulates them (and onnxruntime lacks them)
+    return _scatter(g, "ScatterND", start, g.op.Unsqueeze(bags, _i64(1)), updates, reduction, 1)
 
 
 def _unused_bag_outputs(g, outputs) -> list[str]:

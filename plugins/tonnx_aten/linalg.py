@@ -9,7 +9,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, is_float, operand
+from tonnx.converters import cast, is_float, op_accepts, operand
 
 #: Integer types ONNX MatMul accepts; smaller integers are multiplied in int64 and wrapped
 #: back (modular arithmetic gives torch's wrapped result).
@@ -17,8 +17,11 @@ _MATMUL_INTS = (TensorProto.INT32, TensorProto.INT64, TensorProto.UINT32, Tensor
 _SMALL_INTS = (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16)
 
 
-def _compute_type(elem: int, what: str) -> int:
-    """The type a product runs in: ``elem``, or int64 for the small integer types."""
+def _compute_type(g, elem: int, what: str) -> int:
+    """The type a product runs in: ``elem``, float32 for a float type the op lacks
+    (Einsum has no bfloat16), or int64 for the small integer types."""
+    if is_float(elem) and not op_accepts(g, what, elem):
+        return TensorProto.FLOAT
     if is_float(elem) or elem in _MATMUL_INTS:
         return elem
     if elem in _SMALL_INTS:
@@ -28,7 +31,7 @@ def _compute_type(elem: int, what: str) -> int:
 
 def _product(g, op_type: str, operands: list[str], elem: int, outputs=1, **attributes) -> str:
     """MatMul or Einsum in ``elem`` (torch's result type), through int64 for small ints."""
-    compute = _compute_type(elem, op_type)
+    compute = _compute_type(g, elem, op_type)
     operands = [cast(g, x, compute) for x in operands]
     if compute == elem:
         return g.make_node(op_type, operands, outputs, **attributes)

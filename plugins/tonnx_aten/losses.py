@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from tonnx import Converter, UnsupportedError
+from tonnx.converters import cast, opmath_type
 
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
 
@@ -36,10 +37,15 @@ def _nll(g, outputs, log_probs: str, target: str, weight, reduction: int, ignore
         raise UnsupportedError(f"loss reduction={reduction}")
     if type(ignore_index) is not int:
         raise UnsupportedError("a dynamic ignore_index (ONNX takes it as an attribute)")
-    inputs = [log_probs, target] + ([weight] if weight is not None else [])
-    return g.op.NegativeLogLikelihoodLoss(
-        *inputs, reduction=_REDUCTION[reduction], ignore_index=ignore_index, outputs=outputs
-    )
+    elem = g.get_type(log_probs)
+    compute = opmath_type(elem)  # torch sums float16/bfloat16 losses in float32
+    inputs = [cast(g, log_probs, compute), target] + ([cast(g, weight, compute)] if weight is not None else [])
+    if compute == elem:
+        return g.op.NegativeLogLikelihoodLoss(
+            *inputs, reduction=_REDUCTION[reduction], ignore_index=ignore_index, outputs=outputs
+        )
+    loss = g.op.NegativeLogLikelihoodLoss(*inputs, reduction=_REDUCTION[reduction], ignore_index=ignore_index)
+    return g.op.Cast(loss, to=elem, outputs=outputs)
 
 
 # aten::cross_entropy_loss.default

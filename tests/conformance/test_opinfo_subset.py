@@ -33,6 +33,13 @@ MUST_PASS_BOOL = (
     "clamp_max", "clamp_min", "heaviside", "scatter_reduce.amin", "scatter_reduce.amax",
     "sort", "argsort",
 )
+#: float16/bfloat16 samples: computed in float32 as torch accumulates (Conv, AveragePool,
+#: Einsum and NegativeLogLikelihoodLoss have no bfloat16, onnxruntime no float16 ScatterND sum)
+MUST_PASS_HALF = (
+    "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.avg_pool2d",
+    "nn.functional.max_pool2d", "nn.functional.nll_loss", "nn.functional.cross_entropy",
+    "einsum", "inner", "nn.functional.embedding_bag",
+)
 #: refused with a typed error, never an invalid model (ONNX Conv takes floats only)
 MUST_REFUSE_INT64 = ("nn.functional.conv2d", "nn.functional.conv_transpose1d")
 
@@ -46,7 +53,10 @@ def _sweep(names, dtype):
 
 @pytest.mark.parametrize(
     ("names", "dtype"),
-    [(MUST_PASS, "float32"), (MUST_PASS_INT64, "int64"), (MUST_PASS_BOOL, "bool")],
+    [
+        (MUST_PASS, "float32"), (MUST_PASS_INT64, "int64"), (MUST_PASS_BOOL, "bool"),
+        (MUST_PASS_HALF, "float16"), (MUST_PASS_HALF, "bfloat16"),
+    ],
 )
 def test_subset_passes_without_mismatch(names, dtype):
     results = _sweep(names, dtype)
