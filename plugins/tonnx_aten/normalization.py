@@ -212,7 +212,11 @@ def aten__native_batch_norm_legit_functional(
     "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"
     if not training:
         y = _bn(g, sts, outputs[:3], input, weight, bias, running_mean, running_var, False, momentum, eps)
-        same = [g.op.Identity(r, outputs=[o]) if o else "" for r, o in zip((running_mean, running_var), outputs[3:])]
+        # unchanged statistics, in the dtype torch gives them (float32 for float16 inputs)
+        same = [
+            _finish(g, r, sts.dtypes[i], [o]) if o else ""
+            for i, r, o in zip((3, 4), (running_mean, running_var), outputs[3:])
+        ]
         return (*y, *same)
     return _bn(g, sts, outputs, input, weight, bias, running_mean, running_var, True, momentum, eps)
 

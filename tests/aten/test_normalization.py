@@ -352,3 +352,18 @@ def test_native_dropout(p, train, seed):
         [x],
         expect_op="aten::native_dropout.default",
     )
+
+
+def test_legit_batch_norm_eval_float16_keeps_torch_dtypes():
+    """Was: the functionalized op returned its unchanged running stats as float16 where
+    torch gives float32 (a ConversionError naming the converter; found by the OpInfo sweep)."""
+
+    class Model(torch.nn.Module):
+        def forward(self, x, w, b, rm, rv):
+            return torch.ops.aten._native_batch_norm_legit(x, w, b, rm, rv, False, -1.2, 1e-5)
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 2, 4, generator=gen).half()
+    w, b, rm = (torch.randn(2, generator=gen).half() for _ in range(3))
+    rv = torch.rand(2, generator=gen).half() + 0.5
+    check_model(Model(), (x, w, b, rm, rv), atol=1e-2, rtol=1e-2)
