@@ -7,6 +7,7 @@ and 3, left and right padding; a greedy loop in onnxruntime gives generate()'s t
 from __future__ import annotations
 
 import inspect
+
 import numpy as np
 import onnxruntime as ort
 import pytest
