@@ -14,7 +14,12 @@ from test_ortcontrib_attention import calls
 from test_ortcontrib_rewrites import Block
 
 import tonnx
-from tonnx.testing import ExtendedReferenceEvaluator, reference_kernels, run_onnxruntime, run_reference
+from tonnx.testing import (
+    ExtendedReferenceEvaluator,
+    reference_kernels,
+    run_onnxruntime,
+    run_reference,
+)
 
 MS = "com.microsoft"
 GQA_INPUTS = (
