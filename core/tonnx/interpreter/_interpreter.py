@@ -17,8 +17,8 @@ from .._errors import (
 )
 from .._script_converter import as_converter
 from ..dispatch._converter import target_key
-from . import _higher_order, _mutations, _symbolic
-from ._values import ResultInfo, ShapeNamer
+from . import _higher_order, _mutations, _slice_writes, _symbolic
+from ._values import ResultInfo, ShapeNamer, complex_values, represented
 
 
 class Interpreter:
@@ -61,6 +61,10 @@ class Interpreter:
         self.cache: dict[Any, Any] = {}
         self._expansions: dict[Any, Any] = {}
         self._expanding = ""  # the node whose graph converter's graph is being converted
+        #: op key -> nodes touching a complex value that no complex converter converts
+        self.complex_refused: Counter = Counter()
+        #: a copy_ into slices of a fresh tensor -> (its scatter graph, the tensor)
+        self._slice_writes: dict[Any, tuple[Any, Any]] = {}
 
     # -- planning ------------------------------------------------------------------------------
 
@@ -74,9 +78,12 @@ class Interpreter:
     def make_plan(self, gm) -> None:
         """Resolves every node's converter; raises once for all ops without one."""
         missing: Counter = Counter()
+        self.complex_refused.clear()
         self._plan_graph(gm, missing)
         if missing:
             raise self.on_missing(dict(missing))
+        if self.complex_refused:
+            raise _complex_error(self.complex_refused)
 
     def _plan_graph(self, gm, missing: Counter) -> None:
         for node in gm.graph.nodes:
@@ -89,9 +96,18 @@ class Interpreter:
                 for sub in self._subgraphs(gm, node):
                     self._plan_graph(sub, missing)
                 continue
+            chain = _mutations.slice_write(node)
+            if chain is not None:
+                sub = _slice_writes.scatter_graph(node, chain)
+                self._slice_writes[node] = (sub, chain[0])
+                self._plan_graph(sub, missing)
+                continue
             key = self._key(target)
-            cand = self.registry.resolve(key, node)
-            if cand is None:
+            touched = complex_values(node)
+            cand = self.registry.resolve(key, node, complex=bool(touched))
+            if touched and (cand is None or _has_complex32(touched)):
+                self.complex_refused[(key, _complex_role(node))] += 1
+            elif cand is None:
                 missing[key] += 1
             else:
                 self.plan[node] = cand
@@ -275,6 +291,7 @@ class Interpreter:
                 self._check_alias(node, cand, name, expected, start)
             if dtype is None:
                 continue
+            dtype, shape = represented(dtype, shape)
             known = g.types.get(name) if name in g.results else g.get_type(name)
             if known is not None and known != dtype:
                 raise ConversionError(
@@ -327,8 +344,26 @@ class Interpreter:
 
     # -- nodes the interpreter handles itself ---------------------------------------------------
 
+    def _write_slices(self, node) -> None:
+        """``node`` (a ``copy_`` into slices of a fresh tensor) rebinds that tensor to the
+        converted scatter graph's result."""
+        sub, base = self._slice_writes[node]
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        self.env[placeholders[0]] = self.env[base]
+        self.env[placeholders[1]] = self.env[node.args[1]]
+        g = self.g
+        saved = g.node_prefix, g.current_metadata, self._expanding
+        self._expanding = f"{node.name}: {self._key(node.target)}"
+        try:
+            self.env[base] = self._map(self._run_graph(sub))
+        finally:
+            g.node_prefix, g.current_metadata, self._expanding = saved
+
     def _native(self, gm, node) -> None:
         target = node.target
+        if node in self._slice_writes:
+            self._write_slices(node)
+            return
         if target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
@@ -350,18 +385,33 @@ class Interpreter:
         g.node_prefix = node.name
         g.current_metadata = {"pkg.tonnx.fx_node": f"{node.name}: {self._key(node.target)}"}
         g.debug_context["fx node"] = node
-        name = handler(g, out, *self._map(node.args))
+        args = self._map(node.args)
+        if complex_values(node):
+            args = self._complex_size_args(node, args)
+        name = handler(g, out, *args)
         if info.dtypes and info.dtypes[0] is not None and name in g.results:
             g.types[name] = info.dtypes[0]
             g.shapes[name] = ()
         self.env[node] = name
+
+    def _complex_size_args(self, node, args: list) -> list:
+        """``sym_size(x, dim)`` of a complex ``x``: a negative dim counts from torch's last
+        axis, before the pair axis of its [..., 2] tensor."""
+        import torch
+
+        if node.target is not torch.ops.aten.sym_size.int:
+            raise UnsupportedError(
+                f"complex input not supported by {self._key(node.target)} ({node.format_node()})."
+            )
+        x, dim = args
+        return [x, dim % node.args[0].meta["val"].dim()]
 
     def _get_attr(self, gm, node) -> None:
         value = getattr(gm, node.target)
         if hasattr(value, "graph"):
             self.env[node] = value
             return
-        self.env[node] = self.g.make_initializer(node.target, value, dedup=False)
+        self.env[node] = self.g.make_initializer(node.target, _pairs(value), dedup=False)
 
     def _inline(self, gm, node, sub_node, operands) -> None:
         sub = getattr(gm, sub_node.target)
@@ -398,7 +448,7 @@ class Interpreter:
                 results = self._run_graph(sub)
                 for r, dtype, shape in zip(results, info.dtypes, info.shapes):
                     out = sg.op.Identity(self._map(r))
-                    sg.make_tensor_output(out, dtype, shape)
+                    sg.make_tensor_output(out, *represented(dtype, shape))
             finally:
                 self.g = parent
             branches.append(sg)
@@ -408,8 +458,7 @@ class Interpreter:
         )
         names = (names,) if type(names) is str else names
         for name, dtype, shape in zip(names, info.dtypes, info.shapes):
-            parent.types[name] = dtype
-            parent.shapes[name] = shape
+            parent.types[name], parent.shapes[name] = represented(dtype, shape)
         self.env[node] = tuple(names)
 
     # -- inputs and outputs ---------------------------------------------------------------------
@@ -433,7 +482,7 @@ class Interpreter:
                 value = ep.state_dict.get(spec.target)
                 if value is None:
                     value = ep.constants[spec.target]
-                self.env[node] = g.make_initializer(spec.target, value, dedup=False)
+                self.env[node] = g.make_initializer(spec.target, _pairs(value), dedup=False)
             else:
                 raise UnsupportedError(
                     f"Input {node.name!r} of kind {kind} (custom objects, effect tokens) "
@@ -442,6 +491,12 @@ class Interpreter:
 
     def _user_input(self, node, name: str) -> None:
         val = node.meta.get("val")
+        if complex_values(node):
+            raise UnsupportedError(
+                f"Input {name!r} is a complex tensor ({val.dtype}): tonnx does not take complex "
+                f"model inputs. Pass torch.view_as_real(x) and call torch.view_as_complex in "
+                f"the model."
+            )
         info = self.namer.info(node)
         if hasattr(val, "dtype") or type(val).__name__ in ("SymInt", "SymFloat", "SymBool"):
             self.env[node] = self.g.make_tensor_input(name, info.dtypes[0], info.shapes[0])
@@ -465,6 +520,11 @@ class Interpreter:
         for i, value in enumerate(user_values):
             if value is None:
                 raise UnsupportedError(f"Output {i} of the model is None; ONNX has no None output.")
+            if getattr(getattr(value, "meta", {}).get("val"), "is_complex", lambda: False)():
+                raise UnsupportedError(
+                    f"Output {i} of the model ({value.name!r}) is a complex tensor: tonnx does "
+                    f"not make complex model outputs. Return torch.view_as_real(result) instead."
+                )
             name = self._map(value)
             if type(name) is not str:
                 name = g.make_initializer("", name)
@@ -491,3 +551,40 @@ def _meta_values(arg):
     if isinstance(arg, dict):
         return {k: _meta_values(v) for k, v in arg.items()}
     return arg
+
+
+def _pairs(value):
+    """A complex tensor as its real pairs [..., 2] (how complex values live in the graph)."""
+    if getattr(value, "is_complex", None) is not None and value.is_complex():
+        import torch
+
+        return torch.view_as_real(value.detach().resolve_conj())
+    return value
+
+
+def _has_complex32(values) -> bool:
+    import torch
+
+    return any(v.dtype == torch.complex32 for v in values)
+
+
+def _complex_role(node) -> str:
+    """'input' when a tensor argument of ``node`` is complex, else 'result'."""
+    for a in node.all_input_nodes:
+        if getattr(a.meta.get("val"), "dtype", None) is not None and a.meta["val"].dtype.is_complex:
+            return "input"
+    return "result"
+
+
+def _complex_error(refused: Counter) -> UnsupportedError:
+    lines = [
+        f"complex {role} not supported by {key} ({count} node{'s' if count > 1 else ''})"
+        for (key, role), count in sorted(refused.items())
+    ]
+    return UnsupportedError(
+        "\n".join(lines) + "\ntonnx carries complex values between converters as real "
+        "tensors [..., 2] and converts an op touching one only with a converter registered "
+        "with complex=True (complex64 and complex128; complex32 is not supported). Fix: keep "
+        "this computation real (torch.view_as_real / torch.view_as_complex around it), or "
+        "register a converter with tonnx.Converter(key, function, complex=True)."
+    )
