@@ -4,6 +4,8 @@ Coverage is declared where the tests are: a test module lists the keys it exerci
 module-level ``COVERS`` set of strings, next to tests that call ``check_op(...,
 expect_op=key)`` (which fails unless the key really is in the exported program). The
 sets are read statically, with ``ast``: counting coverage imports no test and runs nothing.
+A converter registered with ``complex=True`` is covered by ``"<key> (complex)"``
+(``"aten::mul.Tensor (complex)"``): its test calls the op on complex values.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from __future__ import annotations
 import ast
 import inspect
 from pathlib import Path
+
+
+def coverage_key(converter) -> str:
+    """The ``COVERS`` entry of a converter: its key, with `` (complex)`` for complex ones."""
+    return f"{converter.key} (complex)" if converter.complex else converter.key
 
 
 def covers_of(path: Path) -> set[str]:
@@ -46,7 +53,7 @@ def pack_converters(name: str) -> tuple:
 
 def pack_coverage(name: str, *test_dirs) -> tuple[set[str], set[str], dict[str, str]]:
     """(registered keys, covered keys, COVERS entries naming keys the pack lacks)."""
-    registered = {c.key for c in pack_converters(name)}
+    registered = {coverage_key(c) for c in pack_converters(name)}
     covered = covered_keys(*test_dirs)
     stale = {k: f for k, f in covered.items() if k not in registered and k.split("::")[0] in _namespaces(registered)}
     return registered, registered & set(covered), stale
@@ -64,7 +71,7 @@ def assert_pack_covered(name: str, *test_dirs, ignore=None) -> None:
     """
     converters = [c for c in pack_converters(name) if not (ignore and ignore(c))]
     covered = covered_keys(*test_dirs)
-    missing = sorted({c.key for c in converters} - set(covered))
+    missing = sorted({coverage_key(c) for c in converters} - set(covered))
     if missing:
         raise AssertionError(
             f"Pack {name!r}: converters without a test (add the keys to a COVERS set in a "
@@ -115,8 +122,8 @@ def coverage_report(test_dirs, packs=None) -> tuple[str, int]:
     lines, status = [header], 0
     for name in names:
         converters = pack_converters(name)
-        registered = {c.key for c in converters if not hasattr(c.function, "expand")}
-        generated = {c.key for c in converters} - registered
+        registered = {coverage_key(c) for c in converters if not hasattr(c.function, "expand")}
+        generated = {coverage_key(c) for c in converters} - registered
         missing = sorted(registered - set(covered))
         status = status or int(bool(missing))
         shown = ", ".join(missing[:6]) + (f", ... ({len(missing)} in all)" if len(missing) > 6 else "")

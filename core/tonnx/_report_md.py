@@ -134,6 +134,7 @@ def _missing_ops(record: ExportRecord) -> dict[str, list]:
         return {}
     from .dispatch._converter import target_key
     from .interpreter import _higher_order, _symbolic
+    from .interpreter._values import complex_values
 
     native = set(_symbolic.handlers()) | set(_symbolic.no_op_targets()) | set(_higher_order.targets())
     missing: dict[str, list] = {}
@@ -144,7 +145,7 @@ def _missing_ops(record: ExportRecord) -> dict[str, list]:
                 continue
             key = target_key(node.target)
             try:
-                found = record.registry.resolve(key, node)
+                found = record.registry.resolve(key, node, complex=bool(complex_values(node)))
             except Exception:  # a tie is reported as the error itself
                 continue
             if found is None:

@@ -71,17 +71,24 @@ def _explain(args) -> int:
         print(f"CONFLICT: {len(tied)} converters tie (packs {packs}); an export using this op "
               f"fails until one pack gets a higher priority or the others are blocked.")
         return 2
+    for pool in (False, True):
+        ranked = [c for c in candidates if c.converter.complex == pool]
+        if ranked:
+            _print_winner(ranked, "winner for complex values" if pool else "winner")
+    return 0
+
+
+def _print_winner(candidates: list, label: str) -> None:
     winner = candidates[0]
     reason = "highest priority"
     if len(candidates) > 1 and candidates[1].priority == winner.priority:
         reason = "same priority, but overload-specific beats packet-level"
     if winner.converter.applies is not None:
         reason += " (subject to its predicate on each node)"
-    print(f"winner: {winner.converter.qualified_name} from pack {winner.pack!r}: {reason}")
+    print(f"{label}: {winner.converter.qualified_name} from pack {winner.pack!r}: {reason}")
     doc = (getattr(winner.converter.function, "__doc__", None) or "").strip()
     if doc:
         print(f"  {doc.splitlines()[0]}")
-    return 0
 
 
 def _coverage(args) -> int:

@@ -21,6 +21,7 @@ FAMILIES = (
     "counting",
     "order",
     "losses",
+    "complex",  # complex=True: only for calls touching complex values
     "decompositions",  # priority 50: only where no direct converter applies
 )
 

@@ -120,6 +120,24 @@ def test_rule_4_tie_between_predicates_raises_when_both_apply():
         registry.resolve("aten::relu.default", "x")
 
 
+def test_complex_converters_are_a_separate_pool():
+    """A complex=True converter converts only nodes touching complex values; no tie."""
+    manager = manager_with(
+        make_pack("p", [
+            Converter("aten::mul.Tensor", conv_a),
+            Converter("aten::mul.Tensor", conv_b, complex=True),
+            Converter("aten::polar.default", conv_b, complex=True),
+        ]),
+    )
+    registry = manager.registry(18, tonnx.Dispatcher())
+    assert registry.ties("aten::mul.Tensor") == []
+    assert registry.resolve("aten::mul.Tensor", None).converter.function is conv_a
+    assert registry.resolve("aten::mul.Tensor", None, complex=True).converter.function is conv_b
+    assert registry.resolve("aten::polar.default", None) is None
+    with pytest.raises(PackLoadError, match="complex='yes'"):
+        manager_with(make_pack("bad", [Converter("aten::relu.default", conv_a, complex="yes")]), strict=True).converters("bad")
+
+
 def test_rule_1_call_site_converters_win():
     manager = manager_with(make_pack("p", [Converter("aten::relu.default", conv_a)], priority=10**5))
     dispatcher = tonnx.Dispatcher({"aten::relu.default": conv_b})

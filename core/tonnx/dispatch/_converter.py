@@ -22,6 +22,12 @@ class Converter:
     converter supports; ``applies`` an optional predicate on the FX node (a dtype, say);
     ``priority`` overrides the pack's priority for this converter only (a user's
     re-prioritisation of the pack shifts it by the same amount, keeping the pack's order).
+    ``complex`` marks a converter of calls that read or make complex values, which the
+    interpreter passes between converters as real tensors with a trailing dimension of 2
+    (real, imaginary) in the matching float type; ``sts`` still gives torch's complex
+    dtypes and shapes. A call touching a complex value is converted only by such a
+    converter, any other call only by the others: no converter computes on the pair
+    tensor by mistake.
 
     The function has the signature ``(g, sts, outputs, *args, **kwargs)`` and returns the
     name of its result, or a tuple of names, one per output the interpreter asked for.
@@ -32,6 +38,7 @@ class Converter:
     opsets: tuple[int, int] = ALL_OPSETS
     applies: Callable[[Any], bool] | None = None
     priority: int | None = None
+    complex: bool = False
 
     @property
     def key(self) -> str:

@@ -337,6 +337,11 @@ def load_converters(spec: PackSpec) -> tuple[Converter, ...]:
         lo, hi = conv.opsets
         if lo > hi:
             raise PackLoadError(f"Pack {spec.name!r}: converter {conv.qualified_name} has opsets {lo}>{hi}.")
+        if type(conv.complex) is not bool:
+            raise PackLoadError(
+                f"Pack {spec.name!r}: converter {conv.qualified_name} has complex="
+                f"{conv.complex!r}, expected True or False."
+            )
         target_key(conv.target)
     return found
 

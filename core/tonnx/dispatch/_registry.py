@@ -9,6 +9,9 @@ Priority rules, in order (docs/architecture.md):
 5. converters that tie on all of the above raise ConverterConflictError naming every one
    of them, when a node of the graph uses the op (a tie on an op the model never calls
    does not stop its export).
+
+A node that reads or makes a complex value is resolved among the converters registered
+with ``complex=True`` only, any other node among the others: the two are separate pools.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Candidate:
         conv = self.converter
         extra = f", opsets {conv.opsets[0]}..{conv.opsets[1]}" if conv.opsets[0] > 1 or conv.opsets[1] < 10_000 else ""
         pred = ", predicate" if conv.applies is not None else ""
+        pred += ", complex" if conv.complex else ""
         level = "overload" if self.specific else "packet"
         chain = f", fallback #{self.chain_position + 1}" if self.fallback else ""
         return (
@@ -97,9 +101,13 @@ class Registry:
             self._ordered[key] = found
         return found
 
-    def resolve(self, key: str, node: Any) -> Candidate | None:
-        """The winning candidate for ``node`` (predicates evaluated), None if none applies."""
-        cands = self.candidates(key)
+    def resolve(self, key: str, node: Any, *, complex: bool = False) -> Candidate | None:
+        """The winning candidate for ``node`` (predicates evaluated), None if none applies.
+
+        ``complex``: the node reads or makes a complex value; only the converters
+        registered with ``complex=True`` are candidates then, and only the others otherwise.
+        """
+        cands = [c for c in self.candidates(key) if c.converter.complex == complex]
         for i, cand in enumerate(cands):
             applies = cand.converter.applies
             if applies is not None and not applies(node):
@@ -116,10 +124,16 @@ class Registry:
         return None
 
     def ties(self, key: str) -> list[Candidate]:
-        """Candidates tied with the best one for ``key`` (empty when it wins alone)."""
-        cands = self.candidates(key)
-        tied = [c for c in cands if cands and c.rank == cands[0].rank]
-        return tied if len(tied) > 1 else []
+        """Candidates tied with the best one for ``key`` (empty when it wins alone).
+
+        Complex converters and the others are separate pools (``resolve``).
+        """
+        for pool in (False, True):
+            cands = [c for c in self.candidates(key) if c.converter.complex == pool]
+            tied = [c for c in cands if c.rank == cands[0].rank]
+            if len(tied) > 1:
+                return tied
+        return []
 
     def keys(self) -> list[str]:
         return sorted(self._by_key)

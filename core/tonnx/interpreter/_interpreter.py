@@ -103,16 +103,33 @@ class Interpreter:
                 self._plan_graph(sub, missing)
                 continue
             key = self._key(target)
-            touched = complex_values(node)
-            cand = self.registry.resolve(key, node, complex=bool(touched))
-            if touched and (cand is None or _has_complex32(touched)):
-                self.complex_refused[(key, _complex_role(node))] += 1
-            elif cand is None:
+            cand = self._resolve(key, node)
+            if cand is None:
                 missing[key] += 1
-            else:
+            elif cand is not False:
                 self.plan[node] = cand
                 if hasattr(cand.converter.function, "expand"):
                     self._plan_expansion(node, cand, missing)
+
+    def _resolve(self, key: str, node):
+        """The node's converter, None when there is none, False when refused for complex.
+
+        A node reading or making a complex value takes a ``complex=True`` converter, or a
+        graph converter (complex-transparent: its graph is planned like this one); one that
+        only a real converter would convert is recorded in ``complex_refused``.
+        """
+        touched = complex_values(node)
+        if not touched:
+            return self.registry.resolve(key, node)
+        cand = self.registry.resolve(key, node, complex=True)
+        if cand is None:
+            cand = self.registry.resolve(key, node)
+            if cand is not None and not hasattr(cand.converter.function, "expand"):
+                cand = False
+        if cand is False or (cand is not None and _has_complex32(touched)):
+            self.complex_refused[(key, _complex_role(node))] += 1
+            return False
+        return cand
 
     def _plan_expansion(self, node, cand, missing: Counter) -> None:
         """Plans the FX graph a graph converter lowers ``node`` into, with the other nodes.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from onnx import TensorProto
+
 from ..builder._dtypes import onnx_type_from_torch
 
 _UNSET = object()
@@ -127,6 +129,36 @@ class ResultInfo:
 
     def __repr__(self) -> str:
         return f"ResultInfo({getattr(self._node, 'name', None)!r}, {self.dtypes}, {self.shapes})"
+
+
+# -- complex values ------------------------------------------------------------------------------
+
+#: ONNX type of the real tensor [..., 2] (real, imaginary) standing for a complex value.
+COMPLEX_PARTS = {TensorProto.COMPLEX64: TensorProto.FLOAT, TensorProto.COMPLEX128: TensorProto.DOUBLE}
+
+
+def represented(elem: int | None, shape: tuple | None) -> tuple:
+    """(ONNX type, shape) of a value in the graph: a complex one is a real pair tensor.
+
+    ONNX kernels take no complex tensors; a complex64 value of shape ``s`` travels between
+    converters as float32 of shape ``s + (2,)`` (complex128: float64), as in onnxscript's
+    torchlib. ``sts`` keeps torch's complex dtypes and shapes.
+    """
+    part = COMPLEX_PARTS.get(elem)
+    if part is None:
+        return elem, shape
+    return part, (None if shape is None else (*shape, 2))
+
+
+def complex_values(node) -> list:
+    """torch's complex values among ``node``'s result(s) and tensor arguments."""
+    found = []
+    for value in (node.meta.get("val"), *(a.meta.get("val") for a in node.all_input_nodes)):
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            dtype = getattr(v, "dtype", None)
+            if dtype is not None and dtype.is_complex:
+                found.append(v)
+    return found
 
 
 def _meta_value(arg):
