@@ -151,3 +151,43 @@ def test_pack_returning_something_else_fails_to_load():
     pack = _RulePack(["not a rule"])
     with pytest.raises(tonnx.PackLoadError, match="RewriteRule"):
         tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+
+
+class CatNegAbs(torch.nn.Module):
+    """``c = cat(a, b)`` is an output and, through a Neg, the Abs's input."""
+
+    def __init__(self, neg_out=False):
+        super().__init__()
+        self.neg_out = neg_out
+
+    def forward(self, a, b):
+        c = torch.cat([a, b])
+        n = -c
+        return (c, n.abs(), n) if self.neg_out else (c, n.abs())
+
+
+def _abs_of_cat(ctx, node):
+    """``Abs(Neg(Concat(a, b)))`` -> ``Concat(a, b)`` and ``Abs`` of it placed at the Abs,
+    taking the Concat over (its output stays a graph output): the Neg between dies with it."""
+    neg = ctx.producer(node.inputs[0])
+    cat = neg and ctx.producer(neg.inputs[0])
+    if cat is None or neg.op_type != "Neg" or cat.op_type != "Concat":
+        return None
+    again = ctx.node("Concat", list(cat.inputs), cat.outputs, axis=cat.attributes["axis"])
+    new = [again, ctx.node("Abs", [cat.outputs[0]], node.outputs)]
+    return new if ctx.take_over(cat, replacement=new) else None
+
+
+def test_take_over_sees_through_nodes_that_die_with_the_anchor():
+    pack = _RulePack([RewriteRule("abs_of_cat", "Abs", _abs_of_cat)])
+    onx = check_model(CatNegAbs(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+    assert _ops(onx) == ["Concat", "Abs"]
+    assert _converter_of(onx, "Concat") == f"{pack.name}:abs_of_cat"
+
+
+def test_take_over_refuses_when_a_reader_in_between_stays():
+    """The Neg is an output too: it stays, reads the Concat, so the Concat cannot move."""
+    pack = _RulePack([RewriteRule("abs_of_cat", "Abs", _abs_of_cat)])
+    onx = check_model(CatNegAbs(neg_out=True), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
+    assert sorted(_ops(onx)) == ["Abs", "Concat", "Neg"]
+    assert "pkg.tonnx.rewrites" not in {p.key for p in onx.metadata_props}

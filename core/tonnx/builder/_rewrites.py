@@ -61,6 +61,8 @@ class RewriteContext:
         self._swept: list[Node] = []
         self._position: dict[int, int] = {}
         self._taken: list[str] = []
+        #: the node the rules are looking at
+        self._anchor: Node | None = None
 
     def producer(self, name: str) -> Node | None:
         """The live node computing ``name``; None for inputs, constants and outer names."""
@@ -105,25 +107,55 @@ class RewriteContext:
             infer_types(g, node)
         return node
 
-    def take_over(self, old: Node) -> bool:
-        """Lets the replacement nodes compute ``old``'s outputs (same names) too.
+    def take_over(self, *old: Node, replacement: Sequence[Node] = ()) -> bool:
+        """Lets the replacement nodes compute the outputs of ``old`` (same names) too.
 
-        For a fusion that absorbs an earlier node whose result is also read elsewhere
-        (the residual Add a skip-norm also returns). False, and nothing changes, when a
-        node already placed between ``old`` and the anchor reads those outputs: they must
-        be computed before it, so the rule must not fire. Call it last, when the rule
-        is sure to return its replacement.
+        For a fusion that absorbs earlier nodes whose results are also read elsewhere
+        (the residual Add a skip-norm also returns, the key and value caches a fused
+        attention returns). The replacement is placed where the anchor is, so a node
+        already placed between an ``old`` node and the anchor must not read its outputs:
+        False, and nothing changes, when one does and stays alive. Given ``replacement``
+        (the nodes the rule is about to return), the nodes that die with the anchor (the
+        pattern's own intermediates, read by nothing else) do not count. Several nodes are
+        taken over together or not at all. Call it last, when the rule is sure to return
+        its replacement.
         """
-        pos = self._position.get(id(old))
-        if pos is None or id(old) in self._dead:
+        positions = [self._position.get(id(n)) for n in old]
+        if None in positions or any(id(n) in self._dead for n in old):
             return False
-        outs = {o for o in old.outputs if o}
-        for node in self._swept[pos + 1 :]:
-            if id(node) not in self._dead and outs.intersection(node.inputs):
-                return False
-        self._dead[id(old)] = old
-        self._taken.extend(old.inputs)  # released once the replacement's reads are counted
+        taken = [*self._taken, *(i for n in old for i in n.inputs)]
+        dying = self._dying(replacement, taken) if replacement else set()
+        for node, pos in zip(old, positions):
+            outs = {o for o in node.outputs if o}
+            for reader in self._swept[pos + 1 :]:
+                if id(reader) not in self._dead and id(reader) not in dying and outs.intersection(reader.inputs):
+                    return False
+        for node in old:
+            self._dead[id(node)] = node
+        self._taken[:] = taken  # released once the replacement's reads are counted
         return True
+
+    def _dying(self, replacement: Sequence[Node], taken: Sequence[str]) -> set[int]:
+        """Ids of the live nodes that die when the anchor gives way to ``replacement``
+        (``taken``: inputs of the nodes taken over, released too): ``_release`` run on
+        a copy of the reader counts."""
+        delta: Counter = Counter()
+        for node in replacement:
+            delta.update(node.inputs)
+        dying: set[int] = set()
+        stack = [*self._anchor.inputs, *taken]
+        while stack:
+            name = stack.pop()
+            delta[name] -= 1
+            if self._readers[name] + delta[name] > 0:
+                continue
+            node = self._producer.get(name)
+            if node is None or id(node) in self._dead or id(node) in dying or node.subgraphs():
+                continue
+            if all(self._readers[o] + delta[o] <= 0 for o in node.outputs if o):
+                dying.add(id(node))
+                stack.extend(node.inputs)
+        return dying
 
     # -- bookkeeping of the sweep -------------------------------------------------------------
 
@@ -173,6 +205,7 @@ def _offer(ctx, node, anchored, fired: Counter, depth: int) -> None:
     if id(node) in ctx._dead:
         return
     for pack, rule in anchored.get((node.domain, node.op_type), ()):
+        ctx._anchor = node
         new = rule.apply(ctx, node)
         if new is None:
             continue
