@@ -24,7 +24,8 @@ from tonnx.testing import (
 MS = "com.microsoft"
 GQA_INPUTS = (
     "query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
-    "cos_cache", "sin_cache", "position_ids", "attention_bias", "head_sink",
+    "cos_cache", "sin_cache", "position_ids", "attention_bias", "head_sink", "k_scale",
+    "v_scale", "q_norm_weight", "k_norm_weight", "query_seqlens",
 )  # fmt: skip
 _TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
           np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int32): TensorProto.INT32,
@@ -88,6 +89,71 @@ def gqa_node(rng, *, batch, kv_heads, group, length, size, packed, rotary, causa
         values[..., 1:] = np.where(rng.random((*shape[:3], length - 1)) > 0.7, -np.inf, values[..., 1:])
         feeds["attention_bias"] = values  # column 0 stays finite
     return feeds, attributes
+
+
+def gqa_cache_node(rng, *, batch, kv_heads, group, length, past, size, packed, rotary, bias, scale=None):
+    """(feeds, attributes) of a GroupQueryAttention node with a cache, as the pack's
+    gqa_kv_cache rule emits it: ``causal=1``, ``query_seqlens = S``, rotary at per-row
+    ``position_ids`` into a table with at least P + S rows; ``bias`` as in gqa_node."""
+    feeds, attributes = gqa_node(
+        rng, batch=batch, kv_heads=kv_heads, group=group, length=length, size=size, packed=packed,
+        rotary=False, causal=1, bias=None, scale=scale,
+    )  # fmt: skip
+    total = past + length
+    feeds["past_key"] = rng.standard_normal((batch, kv_heads, past, size)).astype(np.float32)
+    feeds["past_value"] = rng.standard_normal((batch, kv_heads, past, size)).astype(np.float32)
+    feeds["seqlens_k"] = np.full((batch,), total - 1, dtype=np.int32)
+    feeds["total_sequence_length"] = np.array(total, dtype=np.int32)
+    if rotary:
+        attributes["do_rotary"] = 1
+        rows = batch * length + total
+        angles = rng.uniform(0, 6, (rows, size // 2)).astype(np.float32)
+        feeds["cos_cache"], feeds["sin_cache"] = np.cos(angles), np.sin(angles)
+        feeds["position_ids"] = rng.integers(0, rows, (batch, length), dtype=np.int64)
+    if bias is not None:
+        shape = (*bias, length, total)
+        values = rng.standard_normal(shape).astype(np.float32)
+        values[..., 1:] = np.where(rng.random((*shape[:3], total - 1)) > 0.7, -np.inf, values[..., 1:])
+        feeds["attention_bias"] = values  # column 0 stays finite
+    feeds["query_seqlens"] = np.full((batch,), length, dtype=np.int32)
+    return feeds, attributes
+
+
+@st.composite
+def gqa_cache_nodes(draw):
+    """New tokens after a cache of 0 or more: separate or packed query/key/value, grouped
+    heads, a (B|1, N|1, S, P + S) bias, a scale, rotary at position_ids."""
+    batch, kv_heads, group = draw(st.integers(1, 3)), draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2, 3]))
+    size = draw(st.sampled_from([8, 16, 32]))
+    bias = (draw(st.sampled_from([1, batch])), draw(st.sampled_from([1, kv_heads * group])))
+    return gqa_cache_node(
+        np.random.default_rng(draw(st.integers(0, 2**16))),
+        batch=batch, kv_heads=kv_heads, group=group, length=draw(st.integers(1, 5)), past=draw(st.sampled_from([0, 1, 7])),
+        size=size, packed=draw(st.booleans()), rotary=size % 16 == 0 and draw(st.booleans()),
+        bias=draw(st.sampled_from([None, bias])), scale=draw(st.sampled_from([None, 0.3])),
+    )  # fmt: skip
+
+
+@given(gqa_cache_nodes())
+def test_group_query_attention_node_with_cache(call):
+    feeds, attributes = call
+    model = _model("GroupQueryAttention", feeds, 3, **attributes)
+    _same(model, list(feeds.values()))
+
+
+@pytest.mark.parametrize("past", [0, 1, 6])
+@pytest.mark.parametrize("length", [1, 3])
+@pytest.mark.parametrize("packed, rotary", [(False, False), (True, True)])
+def test_group_query_attention_with_cache_combinations(past, length, packed, rotary):
+    """Decode (one token), several new tokens after a cache (batch 2: onnxruntime needs
+    query_seqlens there), an empty cache."""
+    feeds, attributes = gqa_cache_node(
+        np.random.default_rng(0), batch=2, kv_heads=2, group=2, length=length, past=past, size=16,
+        packed=packed, rotary=rotary, bias=(2, 1), scale=0.3,
+    )  # fmt: skip
+    out, present_key, present_value = _same(_model("GroupQueryAttention", feeds, 3, **attributes), list(feeds.values()))
+    assert present_key.shape == (2, 2, past + length, 16)
+    np.testing.assert_array_equal(present_value[:, :, :past], feeds["past_value"])
 
 
 @st.composite
@@ -189,8 +255,10 @@ UNSUPPORTED = [
     ("GroupQueryAttention", _gqa_feeds(), {"qk_output": 1}, "qk_output=1"),
     ("GroupQueryAttention", _gqa_feeds(), {"smooth_softmax": 1}, "smooth_softmax=1"),
     ("GroupQueryAttention", _gqa_feeds(), {"rotary_interleaved": 1}, "rotary_interleaved=1"),
-    ("GroupQueryAttention", _gqa_feeds(past_key=_CACHE, past_value=_CACHE), {}, "input past_"),
-    ("GroupQueryAttention", _gqa_feeds(position_ids=np.zeros((1, 4), np.int64)), {}, "input position_ids"),
+    ("GroupQueryAttention", _gqa_feeds(past_key=_CACHE, past_value=_CACHE), {}, "a cache without causal=1 and query_seqlens"),
+    ("GroupQueryAttention", _gqa_feeds(position_ids=np.zeros((1, 4), np.int64)), {}, "position_ids without past_key"),
+    ("GroupQueryAttention", _gqa_feeds(past_key=_CACHE, past_value=_CACHE, query_seqlens=np.array([4], np.int32)),
+     {"causal": 1}, "total_sequence_length=4 with a cache of 2"),
     ("GroupQueryAttention", _gqa_feeds(head_sink=np.zeros(2, np.float32)), {}, "input head_sink"),
     ("GroupQueryAttention", _gqa_feeds(seqlens_k=np.array([1], np.int32)), {}, "seqlens_k"),
     ("GroupQueryAttention", _gqa_feeds(kv_length=6), {}, "key length 6"),

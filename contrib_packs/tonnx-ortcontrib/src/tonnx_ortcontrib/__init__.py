@@ -1,7 +1,8 @@
 """onnxruntime contrib pack: fused ``com.microsoft`` ops where onnxruntime runs them faster.
 
 Installing it changes the exported graph (priority 200, above the aten pack's 100):
-attention becomes ``GroupQueryAttention`` (grouped or not; the query, key and value
+attention becomes ``GroupQueryAttention`` (grouped or not, with or without a KV cache: the
+op then reads ``past_key_values.*`` and writes ``present.*``; the query, key and value
 projections packed into one MatMul, rotary embeddings done inside the op), rotary
 embeddings elsewhere ``RotaryEmbedding``. A case the fused op does not compute exactly as
 torch is left to the aten pack. ``Dispatcher(packs=["no:ortcontrib"])`` or
@@ -31,9 +32,9 @@ def _load():
 
 
 def _rewrites():
-    from . import attention, layout, rotary
+    from . import attention, cache, layout, rotary
 
-    return [*layout.REWRITES, *rotary.REWRITES, *attention.REWRITES]
+    return [*layout.REWRITES, *rotary.REWRITES, *attention.REWRITES, *cache.REWRITES]
 
 
 def _reference_kernels():

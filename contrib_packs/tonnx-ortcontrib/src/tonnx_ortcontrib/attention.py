@@ -11,8 +11,14 @@ than ``MultiHeadAttention`` (bench/bench_ortcontrib.py). Exactness, as torch com
 - torch gives 0 to a query row whose keys are all masked: the bias's dead rows are set to
   0 (no NaN) and the output multiplied by a 0/1 factor, as the aten pack does;
 - float32 only (torch computes half types in float32; the aten pack keeps those), a
-  positive scale (0 means "default" to onnxruntime), no dropout, self-attention shapes
-  (L == S, value head size == key head size, a multiple of 8: the op's requirements).
+  positive scale (0 means "default" to onnxruntime), no dropout, value head size == key
+  head size, a multiple of 8 (the op's requirements);
+- L == S (self-attention), or L < S with a KV cache: the last L keys are the new tokens,
+  the first S - L the op's ``past_key``/``past_value`` (split here, taken from the cache's
+  Concat by :mod:`.cache`). onnxruntime then wants ``causal=1`` (with ``query_seqlens``,
+  which lets a batch of several new tokens per row run): query l sees keys ``j <= l + S - L``,
+  so the mask must provably hide every later key (:mod:`._causal`, or torch's own
+  ``is_causal``) and goes in the bias as before.
 
 The predicate leaves every other call to the aten pack. A rewrite rule then feeds the
 un-repeated key/value of HF's ``repeat_kv`` (Unsqueeze/Expand/Reshape) to the op.
@@ -34,12 +40,40 @@ _DEFAULTS = {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": N
 _BSNH = [0, 2, 1, 3]
 
 
-def _call(node) -> dict:
-    """The call's arguments by ATen name (FX nodes replaced by their meta values)."""
+def _args(node) -> dict:
+    """The call's arguments by ATen name (FX nodes as they are)."""
     values = dict(_DEFAULTS)
     values.update(zip(_ARGS, node.args))
     values.update(node.kwargs)
-    return {k: (v.meta.get("val") if hasattr(v, "meta") else v) for k, v in values.items()}
+    return values
+
+
+def _call(node) -> dict:
+    """The call's arguments by ATen name (FX nodes replaced by their meta values)."""
+    return {k: (v.meta.get("val") if hasattr(v, "meta") else v) for k, v in _args(node).items()}
+
+
+def _self_attention(query, key) -> bool:
+    """L == S as torch.export knows it (FakeTensors): the op's query and key lengths."""
+    return same(query.shape[2], key.shape[2])
+
+
+def _cache_fits(node, call: dict) -> bool:
+    """With L != S (keys of earlier tokens in front, a KV cache): the op's causal mask
+    (query ``s`` sees keys ``j <= s + S - L``) must hide nothing torch shows, so the keys
+    must be at least as many as the queries and the mask provably causal (:mod:`._causal`)
+    or torch's own ``is_causal`` (keys ``j <= s``)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    from ._causal import within_causal
+
+    q, k = call["query"], call["key"]
+    if not statically_known_true(k.shape[2] >= q.shape[2]):
+        return False
+    if call["attn_mask"] is None:
+        return bool(call["is_causal"])
+    args = _args(node)
+    return not call["is_causal"] and within_causal(args["attn_mask"], args["query"], args["key"])
 
 
 def _fits(node) -> bool:
@@ -58,8 +92,9 @@ def _fits(node) -> bool:
         return False
     if hk != hq and not call["enable_gqa"]:
         return False
-    # self-attention lengths: the op takes L == S new tokens (no cache here)
-    if not (same(b, bk) and same(b, bv) and same(s, sv) and same(q.shape[2], s)):
+    if not (same(b, bk) and same(b, bv) and same(s, sv)):
+        return False
+    if not _self_attention(q, k) and not _cache_fits(node, call):
         return False
     if mask is None:
         return True
@@ -78,8 +113,10 @@ def _dims(g, x: str, start: int, end: int) -> str:
 
 def _to_bsd(g, x: str) -> str:
     """(B, N, S, H) -> (B, S, N*H), the layout of the fused ops."""
-    _, n, _, h = g.get_shape(x)
-    return g.op.Reshape(g.op.Transpose(x, perm=_BSNH), np.array([0, 0, n * h], dtype=np.int64))
+    b, n, s, h = g.get_shape(x)
+    out = g.op.Reshape(g.op.Transpose(x, perm=_BSNH), np.array([0, 0, n * h], dtype=np.int64))
+    g.set_shape(out, (b, s, n * h))
+    return out
 
 
 def _causal_keep(g, query: str, key: str) -> str:
@@ -155,7 +192,10 @@ def _without_dead_rows(g, bias: str) -> tuple[str, str | None]:
     last = np.array([-1], dtype=np.int64)
     dead = g.op.IsInf(g.op.ReduceMax(bias, last, keepdims=1), detect_positive=0)
     alive = g.op.Cast(g.op.Not(dead), to=TensorProto.FLOAT)
-    return g.op.Where(dead, np.array(0, dtype=np.float32), bias), alive
+    kept = g.op.Where(dead, np.array(0, dtype=np.float32), bias)
+    g.set_shape(kept, g.get_shape(bias))
+    g.set_shape(alive, (*g.get_shape(bias)[:-1], 1))
+    return kept, alive
 
 
 def _is_causal_constant(g, mask: str, length, size) -> bool:
@@ -185,6 +225,49 @@ def _lengths(g, key: str) -> tuple[str, str]:
     return seqlens, total
 
 
+def _query_lengths(g, q3: str) -> str:
+    """GroupQueryAttention's ``query_seqlens`` (B,) = L: every query row is a new token
+    (read from the op's (B, L, N*H) query: no other reader keeps the (B, N, L, H) one)."""
+    b, length, _ = g.get_shape(q3)
+    if type(b) is int and type(length) is int:
+        return g.make_initializer("", np.full((b,), length, dtype=np.int32))
+    count = g.op.Cast(g.op.Squeeze(_dims(g, q3, 1, 2), [0]), to=TensorProto.INT32)
+    return g.op.Expand(count, _dims(g, q3, 0, 1))
+
+
+def _difference(size, length):
+    """The symbolic dimension ``size - length`` (a name for the shapes of the graph)."""
+    if type(size) is int and type(length) is int:
+        return size - length
+    if isinstance(size, str) and size.endswith(f" + {length}"):
+        return size[: -len(f" + {length}")]
+    return f"{size} - {length}"
+
+
+def _split_cache(g, x: str, query: str) -> tuple[str, str]:
+    """(B, H, S, E) -> the S - L keys in front (the cache) and the last L (the new tokens)."""
+    b, h, size, e = g.get_shape(x)
+    length = g.get_shape(query)[2]
+    count = _dims(g, query, 2, 3)
+    sizes = g.op.Concat(g.op.Sub(_dims(g, x, 2, 3), count), count, axis=0)
+    past, new = g.make_node("Split", [x, sizes], 2, axis=2)
+    g.set_shape(past, (b, h, _difference(size, length), e))
+    g.set_shape(new, (b, h, length, e))
+    return past, new
+
+
+def _cache_inputs(g, query: str, q3: str, key: str, value: str) -> dict:
+    """GroupQueryAttention's inputs for L new tokens after S - L cached ones: the keys and
+    values split into past and new (a rewrite rule takes them from the cache's Concat)."""
+    past_key, new_key = _split_cache(g, key, query)
+    past_value, new_value = _split_cache(g, value, query)
+    seqlens, total = _lengths(g, key)
+    return {
+        1: _to_bsd(g, new_key), 2: _to_bsd(g, new_value), 3: past_key, 4: past_value,
+        5: seqlens, 6: total, 16: _query_lengths(g, q3),
+    }  # fmt: skip
+
+
 # aten::scaled_dot_product_attention.default
 def aten_scaled_dot_product_attention(
     g,
@@ -202,26 +285,44 @@ def aten_scaled_dot_product_attention(
     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"
     _, hq, length, _ = g.get_shape(query)
     _, hkv, size, ev = g.get_shape(value)
-    if attn_mask is not None and _is_causal_constant(g, attn_mask, length, size):
+    # with a cache (fewer queries than keys, shown causal by the predicate) the op's causal
+    # mask, aligned on the last key, holds, and the mask as bias adds exactly what torch adds
+    cache = not _self_attention(*sts.input_values[:2])
+    if attn_mask is not None and not cache and _is_causal_constant(g, attn_mask, length, size):
         attn_mask, is_causal = None, True
-    causal_attr = bool(is_causal) and attn_mask is None and same(length, size)
-    bias = _bias(g, query, key, attn_mask, bool(is_causal) and not causal_attr)
+    causal_attr = cache or (bool(is_causal) and attn_mask is None)
+    bias = _bias(g, query, key, attn_mask, bool(is_causal) and (cache or not causal_attr))
     alive = None
     if bias is not None:
         bias = _full_rank(g, bias, query, key)
         if attn_mask is not None:  # a causal mask alone never empties a row
             bias, alive = _without_dead_rows(g, bias)
-    seqlens, total = _lengths(g, key)
     attributes = {"num_heads": hq, "kv_num_heads": hkv, "causal": int(causal_attr)}
     if scale is not None:
         attributes["scale"] = float(scale)
-    q3, k3, v3 = _to_bsd(g, query), _to_bsd(g, key), _to_bsd(g, value)
-    inputs = [q3, k3, v3, "", "", seqlens, total, "", "", "", bias or ""]
+    inputs = [_to_bsd(g, query), *[""] * 16]
+    if cache:
+        for i, name in _cache_inputs(g, query, inputs[0], key, value).items():
+            inputs[i] = name
+    else:
+        inputs[1], inputs[2] = _to_bsd(g, key), _to_bsd(g, value)
+        inputs[5], inputs[6] = _lengths(g, key)
+    inputs[10] = bias or ""
     out, *present = g.make_node("GroupQueryAttention", inputs, 3, domain=MS_DOMAIN, **attributes)
     for name in (out, *present):
         g.set_type(name, TensorProto.FLOAT)
-    g.set_shape(out, (g.get_shape(query)[0], length, hq * ev))  # lets the layout rules cancel
+    b, _, _, e = g.get_shape(key)
+    g.set_shape(present[0], (b, hkv, size, e))
+    g.set_shape(present[1], (b, hkv, size, ev))
+    out_shape = (g.get_shape(query)[0], length, hq * ev)
+    g.set_shape(out, out_shape)  # lets the layout rules cancel
+    if alive is not None and (g.get_shape(alive) or (None, None))[1] == 1:
+        # one factor for every head: applied to (B, L, N*H), the layout pairs still cancel
+        out = g.op.Mul(out, g.op.Squeeze(alive, np.array([1], dtype=np.int64)))
+        g.set_shape(out, out_shape)
+        alive = None
     out = g.op.Reshape(out, np.array([0, 0, hq, ev], dtype=np.int64))
+    g.set_shape(out, (out_shape[0], length, hq, ev))
     if alive is not None:
         out = g.op.Mul(out, g.op.Transpose(alive, perm=_BSNH))
     return g.op.Transpose(out, perm=_BSNH, outputs=outputs)
@@ -238,17 +339,13 @@ CONVERTERS = (
 # -- the rewrite: HF's repeat_kv folded into the op ------------------------------------------
 
 
-def _repeated_source(ctx, packed: str, rep_heads: int):
-    """(kv, kv heads) when ``packed`` is ``Reshape(Transpose(repeat_kv(kv)), (0, 0, -))``.
+def unrepeated(ctx, wide_name: str, rep_heads: int):
+    """(kv, kv heads) when ``wide_name`` is HF's ``repeat_kv(kv)`` with ``rep_heads`` heads.
 
     ``repeat_kv(kv)`` is ``Reshape(Expand(Unsqueeze(kv, 2)), (B, Hkv*r, S, H))``: kv head
     j // r serves query head j, which is how GroupQueryAttention groups heads.
     """
-    bsd = producer_of(ctx, packed, "Reshape")
-    bnsh = bsd and producer_of(ctx, bsd.inputs[0], "Transpose")
-    if bnsh is None or list(bnsh.attributes.get("perm", ())) != _BSNH:
-        return None
-    wide = producer_of(ctx, bnsh.inputs[0], "Reshape")
+    wide = producer_of(ctx, wide_name, "Reshape")
     expand = wide and producer_of(ctx, wide.inputs[0], "Expand")
     # with one query head per kv head, torch.export drops the no-op expand
     unsq = producer_of(ctx, (expand or wide).inputs[0], "Unsqueeze") if wide else None
@@ -270,6 +367,21 @@ def _repeated_source(ctx, packed: str, rep_heads: int):
     if not (len(w_shape) == 4 and all(same(x, y) for x, y in zip(w_shape, (b, rep_heads, s, h)))):
         return None
     return kv, hkv
+
+
+def bsd_source(ctx, packed: str) -> str | None:
+    """x when ``packed`` is the converter's ``Reshape(Transpose(x, (0, 2, 1, 3)), (0, 0, -))``."""
+    bsd = producer_of(ctx, packed, "Reshape")
+    bnsh = bsd and producer_of(ctx, bsd.inputs[0], "Transpose")
+    if bnsh is None or list(bnsh.attributes.get("perm", ())) != _BSNH:
+        return None
+    return bnsh.inputs[0]
+
+
+def _repeated_source(ctx, packed: str, rep_heads: int):
+    """(kv, kv heads) when ``packed`` is ``Reshape(Transpose(repeat_kv(kv)), (0, 0, -))``."""
+    wide = bsd_source(ctx, packed)
+    return None if wide is None else unrepeated(ctx, wide, rep_heads)
 
 
 def gqa_repeat_kv(ctx, node):
@@ -337,9 +449,11 @@ def gqa_packed_qkv(ctx, node):
     the packed (B, S, (N + 2 Nkv) H) query of GroupQueryAttention (``do_rotary=1``); three
     outputs of one Split (GPT2) -> the split input.
 
-    Rotary inside the op uses positions 0..S-1 (a prompt without cache): the rule fires
-    only when the RotaryEmbedding nodes read exactly those positions, and both share one
-    table.
+    Rotary inside the op uses positions 0..S-1 (a prompt without cache) or, with a cache
+    (``query_seqlens`` given: onnxruntime then reads every row of ``position_ids``), the
+    RotaryEmbedding nodes' own positions and tables (padded to the op's required
+    ``total_sequence_length`` rows). The rule fires only when both RotaryEmbedding nodes
+    share positions and tables.
     """
     if node.attributes.get("do_rotary") or len(node.inputs) < 7 or any(node.inputs[7:10]):
         return None
@@ -350,13 +464,16 @@ def gqa_packed_qkv(ctx, node):
     k, rk = _rotated(ctx, node.inputs[1])
     if (rq is None) != (rk is None) or _rotated(ctx, node.inputs[2])[1] is not None:
         return None
-    if rq is not None and not all(same_value(ctx, a, b) for a, b in zip(rq, rk)):
+    if rq is not None and not all(same_value(ctx, a, b, depth=10) for a, b in zip(rq, rk)):
         return None
     parts = [_projection(ctx, name) for name in (q, k, node.inputs[2])]
     if None in parts or len({x for x, _ in parts}) != 1:
         return None
-    if rq is not None and not _prompt_positions(ctx, rq[0], shape(ctx, q)[1] if shape(ctx, q) else None):
-        return None
+    # with a cache the op's own positions start at P: the RotaryEmbedding positions then go in
+    cached = len(node.inputs) > 3 and bool(node.inputs[3])
+    per_row = rq is not None and (cached or not _prompt_positions(ctx, rq[0], shape(ctx, q)[1] if shape(ctx, q) else None))
+    if per_row and not (len(node.inputs) > 16 and node.inputs[16]):
+        return None  # without query_seqlens onnxruntime reads position_ids[0, 0] only
     q_shape = shape(ctx, q)
     if rq is not None and (q_shape is None or (q_shape[-1] // node.attributes["num_heads"]) % 16):
         return None  # onnxruntime's rotary inside the op wants a head size multiple of 16
@@ -365,12 +482,33 @@ def gqa_packed_qkv(ctx, node):
     if len({w.dtype for w in weights}) != 1 or len({w.shape[0] for w in weights}) != 1:
         return None
     packed_w = g.make_initializer("", np.concatenate(weights, axis=1), dedup=False)
-    mm = ctx.node("MatMul", [parts[0][0], packed_w], 1)
-    inputs = [mm.outputs[0], "", "", *node.inputs[3:7], *(rq[1:] if rq else ("", "")), *node.inputs[9:]]
+    new = [ctx.node("MatMul", [parts[0][0], packed_w], 1)]
+    inputs = [new[0].outputs[0], "", "", *node.inputs[3:7], *(rq[1:] if rq else ("", "")), *node.inputs[9:]]
+    if per_row:
+        inputs[7:10] = [*_table_rows(ctx, rq[1:], node.inputs[6], new), rq[0]]
     attributes = dict(node.attributes)
     if rq is not None:
         attributes["do_rotary"] = 1
-    return [mm, ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **attributes)]
+    return [*new, ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **attributes)]
+
+
+def _table_rows(ctx, tables, total: str, new: list) -> list[str]:
+    """The (R, H/2) rotary tables with ``total_sequence_length`` zero rows appended:
+    onnxruntime wants at least that many rows whatever position_ids read (the added rows
+    are never read)."""
+    g = ctx.g
+
+    def add(*args, **kwargs) -> str:
+        node = ctx.node(*args, **kwargs)
+        new.append(node)
+        return node.outputs[0]
+
+    def const(*values) -> str:
+        return g.make_initializer("", np.array(values, dtype=np.int64))
+
+    rows = add("Reshape", [add("Cast", [total], 1, to=TensorProto.INT64), const(1)], 1)
+    pads = add("Concat", [const(0, 0), rows, const(0)], 1, axis=0)
+    return [add("Pad", [table, pads], 1) for table in tables]
 
 
 REWRITES = (

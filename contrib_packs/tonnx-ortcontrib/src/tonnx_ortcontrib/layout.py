@@ -2,8 +2,9 @@
 
 HF attention reshapes each projection to (B, S, N, H) and transposes it to (B, N, S, H);
 the fused ops want (B, S, N*H) again, so the converter transposes back and reshapes: both
-pairs cancel. The aten pack's peepholes run before the packs' rewrites, so these two run
-again here, on what the other rules create.
+pairs cancel, once the Reshape to its own shape HF leaves between two of them is gone. The
+aten pack's peepholes run before the packs' rewrites, so these run again here, on what the
+other rules create.
 """
 
 from __future__ import annotations
@@ -54,7 +55,21 @@ def reshape_reshape(ctx, node):
     return [ctx.node("Reshape", [x, node.inputs[1]], node.outputs)]
 
 
+def reshape_noop(ctx, node):
+    """``Reshape(x, target)`` -> ``Identity(x)`` when ``target`` gives x's own shape (HF's
+    view of the attention output as (B, N, L, H), which stands between two Transposes)."""
+    x_shape, target = shape(ctx, node.inputs[0]), constant(ctx, node.inputs[1])
+    if x_shape is None or target is None or target.ndim != 1 or len(target) != len(x_shape):
+        return None
+    zero_copies = not node.attributes.get("allowzero")
+    known = [(v == 0 and zero_copies) or (type(d) is int and v == d) for v, d in zip((int(t) for t in target), x_shape)]
+    if all(known) or (list(target).count(-1) == 1 and sum(known) == len(known) - 1):
+        return [ctx.node("Identity", [node.inputs[0]], node.outputs)]
+    return None
+
+
 REWRITES = (
     RewriteRule("transpose_transpose", "Transpose", transpose_transpose),
     RewriteRule("reshape_reshape", "Reshape", reshape_reshape),
+    RewriteRule("reshape_noop", "Reshape", reshape_noop),
 )

@@ -3,9 +3,11 @@
 tonnx loads them through ``PackSpec.reference_kernels``, so ``tonnx.testing.run_reference``
 and the ``onnx_debug_backend`` run the pack's graphs without onnxruntime. They follow
 onnxruntime's documented semantics (ContribOperators.md) for exactly what the pack emits:
-a prompt without past or padding (``seqlens_k = S - 1``, ``total_sequence_length = S``),
-float32, rotary halves not interleaved. Any other attribute or input raises
-``NotImplementedError`` naming it: a reference must not guess.
+a prompt without past (``seqlens_k = S - 1``, ``total_sequence_length = S``) or S new tokens
+after a cache of P (``past_key``/``past_value``, ``seqlens_k = P + S - 1``,
+``total_sequence_length = P + S``, ``query_seqlens = S``, ``causal=1``: query s sees keys
+up to P + s; rotary at ``position_ids``), float32, rotary halves not interleaved. Any other
+attribute or input raises ``NotImplementedError`` naming it: a reference must not guess.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ _GQA_INPUTS = (
     "cos_cache", "sin_cache", "position_ids", "attention_bias", "head_sink", "k_scale",
     "v_scale", "q_norm_weight", "k_norm_weight", "query_seqlens",
 )  # fmt: skip
-_GQA_USED = {"query", "key", "value", "seqlens_k", "total_sequence_length", "cos_cache", "sin_cache", "attention_bias"}
+_GQA_USED = {
+    "query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
+    "cos_cache", "sin_cache", "position_ids", "attention_bias", "query_seqlens",
+}  # fmt: skip
 _GQA_ATTRIBUTES = {"num_heads", "kv_num_heads", "causal", "scale", "do_rotary"}
 # attributes the pack never sets, accepted only at the value that turns their feature off
 _GQA_OFF = {
@@ -137,25 +142,51 @@ def _qkv(given: dict, heads: int, kv_heads: int):
     return q, _split_heads(key, kv_heads, size), _split_heads(value, kv_heads, size)
 
 
-def _check_prompt(given: dict, length: int, kv_length: int) -> None:
-    """The lengths of a prompt without past and padding, the only case the pack emits."""
-    seqlens, total = given["seqlens_k"], int(np.asarray(given["total_sequence_length"]).reshape(-1)[0])
+def _scalar(x) -> int:
+    return int(np.asarray(x).reshape(-1)[0])
+
+
+def _past_length(given: dict, length: int, kv_length: int, causal: int) -> int:
+    """P, the cached tokens in front of the S new ones: 0 for a prompt without past, else
+    the cache's length, with the lengths the pack gives (every row full: no padding)."""
+    op = "GroupQueryAttention"
     if kv_length != length:
-        raise _unsupported("GroupQueryAttention", f"a key length {kv_length} != query length {length}")
-    if total != length or not (seqlens == length - 1).all():
+        raise _unsupported(op, f"a key length {kv_length} != query length {length}")
+    seqlens, total = given["seqlens_k"], _scalar(given["total_sequence_length"])
+    if ("past_key" in given) != ("past_value" in given):
+        raise ValueError(f"{op}: past_key and past_value must be both given or both empty.")
+    if "past_key" not in given:
+        if "query_seqlens" in given or "position_ids" in given:
+            raise _unsupported(op, "query_seqlens or position_ids without past_key/past_value")
+        if total != length or not (seqlens == length - 1).all():
+            raise _unsupported(
+                op,
+                f"seqlens_k={seqlens.tolist()}, total_sequence_length={total} with {length} new tokens "
+                "(padding; without a cache only seqlens_k = S - 1 and total_sequence_length = S)",
+            )
+        return 0
+    for name in ("past_key", "past_value"):
+        _check_float32(op, name, given[name])
+    past = given["past_key"].shape[2]
+    queries = given.get("query_seqlens")
+    if not causal or queries is None or not (queries == length).all():
+        raise _unsupported(op, "a cache without causal=1 and query_seqlens = S for every row")
+    if total != past + length or not (seqlens == past + length - 1).all():
         raise _unsupported(
-            "GroupQueryAttention",
-            f"seqlens_k={seqlens.tolist()}, total_sequence_length={total} with {length} new tokens "
-            "(past or padding; only seqlens_k = S - 1 and total_sequence_length = S)",
+            op,
+            f"seqlens_k={seqlens.tolist()}, total_sequence_length={total} with a cache of {past} and "
+            f"{length} new tokens (only seqlens_k = P + S - 1 and total_sequence_length = P + S)",
         )
+    return past
 
 
-def _rotary(given: dict, q, k, do_rotary: int):
-    """q and k rotated at positions 0..S-1 (a prompt without position_ids) when do_rotary."""
+def _rotary(given: dict, q, k, do_rotary: int, past: int):
+    """q and k rotated (when do_rotary) at ``position_ids``, else at P..P+S-1 (onnxruntime's
+    positions for S new tokens after P cached ones)."""
     has_cache = "cos_cache" in given or "sin_cache" in given
     if not do_rotary:
-        if has_cache:
-            raise _unsupported("GroupQueryAttention", "cos_cache/sin_cache with do_rotary=0")
+        if has_cache or "position_ids" in given:
+            raise _unsupported("GroupQueryAttention", "cos_cache/sin_cache/position_ids with do_rotary=0")
         return q, k
     if do_rotary != 1 or not ("cos_cache" in given and "sin_cache" in given):
         raise ValueError(f"GroupQueryAttention: do_rotary={do_rotary} needs do_rotary=1 and cos_cache and sin_cache.")
@@ -163,11 +194,22 @@ def _rotary(given: dict, q, k, do_rotary: int):
     if 2 * cos.shape[-1] != q.shape[-1]:
         raise _unsupported("GroupQueryAttention", f"a rotary dimension {2 * cos.shape[-1]} != head size {q.shape[-1]}")
     length = q.shape[2]
-    return _rotate(q, cos[:length], sin[:length]), _rotate(k, cos[:length], sin[:length])
+    if cos.shape[0] < past + length:  # onnxruntime rejects it too
+        raise ValueError(f"GroupQueryAttention: cos_cache has {cos.shape[0]} rows, fewer than the {past + length} tokens.")
+    positions = given.get("position_ids")
+    if positions is None:
+        positions = np.arange(past, past + length)[None]
+    elif positions.shape != q.shape[:1] + q.shape[2:3]:
+        raise ValueError(f"GroupQueryAttention: position_ids of shape {positions.shape}, expected (batch, sequence).")
+    elif positions.size and not (0 <= positions.min() and positions.max() < cos.shape[0]):
+        raise ValueError(f"GroupQueryAttention: position_ids outside the {cos.shape[0]} rows of cos_cache.")
+    cos, sin = cos[positions][:, None], sin[positions][:, None]  # (B|1, 1, S, H/2)
+    return _rotate(q, cos, sin), _rotate(k, cos, sin)
 
 
 def _attention(q, k, v, bias, causal: int, scale: float) -> np.ndarray:
-    """softmax(q k^T * scale + bias, causal lower triangle) v in float64; (B, N, S, H)."""
+    """softmax(q k^T * scale + bias, causal) v in float64; (B, N, S, H). The causal mask
+    is aligned on the last key: query s of S sees keys up to T - S + s of T."""
     group = q.shape[1] // k.shape[1]
     k, v = (np.repeat(t.astype(np.float64), group, axis=1) for t in (k, v))
     scores = q.astype(np.float64) @ k.transpose(0, 1, 3, 2) * scale
@@ -181,7 +223,7 @@ def _attention(q, k, v, bias, causal: int, scale: float) -> np.ndarray:
         scores = scores + bias
     if causal:
         length, size = scores.shape[-2:]
-        scores = np.where(np.tril(np.ones((length, size), dtype=np.bool_)), scores, -np.inf)
+        scores = np.where(np.tril(np.ones((length, size), dtype=np.bool_), size - length), scores, -np.inf)
     with np.errstate(invalid="ignore"):  # a row with every key masked is NaN, as in onnxruntime
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
@@ -189,10 +231,11 @@ def _attention(q, k, v, bias, causal: int, scale: float) -> np.ndarray:
 
 
 class GroupQueryAttention(OpRun):
-    """``com.microsoft.GroupQueryAttention`` for a prompt without past: separate or packed
-    query/key/value, grouped heads, ``causal``, ``scale``, ``attention_bias`` and rotary
-    inside the op (``do_rotary``, halves); outputs (B, S, N*H) and the (B, Nkv, S, H)
-    present key (rotated) and value."""
+    """``com.microsoft.GroupQueryAttention`` for a prompt without past or new tokens after a
+    full cache: separate or packed query/key/value, grouped heads, ``causal``, ``scale``,
+    ``attention_bias`` and rotary inside the op (``do_rotary``, halves, ``position_ids``);
+    outputs (B, S, N*H) and the (B, Nkv, P + S, H) present key (the past, then the new
+    keys rotated) and value."""
 
     op_domain = MS_DOMAIN
     op_schema = None
@@ -206,8 +249,11 @@ class GroupQueryAttention(OpRun):
             raise ValueError(f"{op}: causal={causal}, num_heads={heads}, kv_num_heads={kv_heads}.")
         given = _gqa_inputs(args)
         q, k, v = _qkv(given, heads, kv_heads)
-        _check_prompt(given, q.shape[2], k.shape[2])
-        q, k = _rotary(given, q, k, int(attributes.get("do_rotary", 0)))
+        past = _past_length(given, q.shape[2], k.shape[2], causal)
+        q, k = _rotary(given, q, k, int(attributes.get("do_rotary", 0)), past)
+        if past or "past_key" in given:
+            k = np.concatenate([given["past_key"], k.astype(np.float32)], axis=2)
+            v = np.concatenate([given["past_value"], v.astype(np.float32)], axis=2)
         scale = float(attributes.get("scale") or 0.0) or 1.0 / np.sqrt(q.shape[-1])
         out = _attention(q, k, v, given.get("attention_bias"), causal, scale)
         b, _, s, _ = q.shape

@@ -115,12 +115,60 @@ def _int64(ctx, values) -> str:
     return ctx.g.make_initializer("", np.array(values, dtype=np.int64))
 
 
+def _half_chain(ctx, table: str):
+    """(f, nodes) when ``table`` is ``Concat(f, f)`` on the last axis followed by the
+    element-wise ``nodes`` (Cos, Sin, Cast, Mul or Div by a scalar) and Unsqueezes
+    before the last axis (HF's ``cos(cat(freqs, freqs)) * scaling``): the first half of
+    the table is those nodes applied to ``f``. None otherwise."""
+    chain = []
+    name, node = source(ctx, table)
+    rank = len(shape(ctx, name) or ())
+    while node is not None and not node.domain:
+        op = node.op_type
+        if op == "Concat":
+            if len(node.inputs) == 2 and node.inputs[0] == node.inputs[1] and node.attributes.get("axis") in (-1, rank - 1):
+                return node.inputs[0], chain
+            return None
+        if op == "Unsqueeze":
+            axes = constant(ctx, node.inputs[1])
+            if axes is None or any(int(a) in (-1, rank - 1) for a in axes.reshape(-1)):
+                return None
+        elif op in ("Mul", "Div"):
+            if scalar(ctx, node.inputs[1]) is None and (op == "Div" or scalar(ctx, node.inputs[0]) is None):
+                return None
+            chain.append(node)
+        elif op in ("Cos", "Sin", "Cast"):
+            chain.append(node)
+        else:
+            return None
+        name, node = source(ctx, node.inputs[_data_input(ctx, node) if op != "Unsqueeze" else 0])
+        rank = len(shape(ctx, name) or ()) or rank
+    return None
+
+
 def _cache(ctx, table: str, half: int, new: list) -> str:
-    """The table's first half as (B'*S, D/2) rows."""
-    first = ctx.node("Slice", [table, _int64(ctx, [0]), _int64(ctx, [half]), _int64(ctx, [-1])], 1)
-    rows = ctx.node("Reshape", [first.outputs[0], _int64(ctx, [-1, half])], 1)
-    new += [first, rows]
+    """The table's first half as (B'*S, D/2) rows: computed from the half HF repeats
+    when the table is made that way (half the work, no Concat or Slice), else sliced."""
+    found = _half_chain(ctx, table)
+    if found is None:
+        first = ctx.node("Slice", [table, _int64(ctx, [0]), _int64(ctx, [half]), _int64(ctx, [-1])], 1)
+        new.append(first)
+        x = first.outputs[0]
+    else:
+        x, chain = found
+        for node in reversed(chain):
+            inputs = [x if i == _data_input(ctx, node) else name for i, name in enumerate(node.inputs)]
+            replayed = ctx.node(node.op_type, inputs, 1, **node.attributes)
+            new.append(replayed)
+            x = replayed.outputs[0]
+    rows = ctx.node("Reshape", [x, _int64(ctx, [-1, half])], 1)
+    new.append(rows)
     return rows.outputs[0]
+
+
+def _data_input(ctx, node) -> int:
+    """Which input of an element-wise node of the table's chain carries the table."""
+    return 1 if node.op_type == "Mul" and scalar(ctx, node.inputs[1]) is None else 0
 
 
 def _dim(ctx, x: str, axis: int, new: list) -> str:
@@ -132,9 +180,10 @@ def _dim(ctx, x: str, axis: int, new: list) -> str:
     return node.outputs[0]
 
 
-def _positions(ctx, x: str, table: str, new: list) -> str:
-    """(B, S) int64 row index into the flattened tables: ``b' * S + s``."""
-    b, _, s, _ = shape(ctx, x)
+def _positions(ctx, x: str, table: str, new: list, seq_axis: int = 2) -> str:
+    """(B, S) int64 row index into the flattened tables: ``b' * S + s``; ``x`` has the
+    batch on axis 0 and the positions on ``seq_axis``."""
+    b, s = shape(ctx, x)[0], shape(ctx, x)[seq_axis]
     per_batch = shape(ctx, table)[0] != 1
     if type(b) is int and type(s) is int:
         rows = np.arange(b * s if per_batch else s, dtype=np.int64).reshape(-1, s)
@@ -145,7 +194,7 @@ def _positions(ctx, x: str, table: str, new: list) -> str:
         new.append(node)
         return node.outputs[0]
 
-    size = _dim(ctx, x, 2, new)
+    size = _dim(ctx, x, seq_axis, new)
     bs = add("Concat", [_dim(ctx, x, 0, new), size], 1, axis=0)
     count = add("ReduceProd", [bs], 1, keepdims=1) if per_batch else size
     n = add("Squeeze", [count, _int64(ctx, [0])], 1)
@@ -153,6 +202,29 @@ def _positions(ctx, x: str, table: str, new: list) -> str:
     rng = add("Range", [zero, n, one], 1)
     grid = add("Reshape", [rng, bs if per_batch else _int64(ctx, [1, -1])], 1)
     return add("Expand", [grid, bs], 1)
+
+
+def _table_positions(ctx, table: str, new: list) -> str:
+    """(B, S) int64 ``b * S + s`` for a (B, 1, S, D) table (a row per batch entry), the
+    sizes read from the (B, S, D/2) half HF repeats when there is one (nothing then keeps
+    the full table alive)."""
+    b, _, s, _ = shape(ctx, table)
+    if type(b) is int and type(s) is int:
+        return ctx.g.make_initializer("", np.arange(b * s, dtype=np.int64).reshape(b, s))
+
+    def add(*args, **kwargs) -> str:
+        node = ctx.node(*args, **kwargs)
+        new.append(node)
+        return node.outputs[0]
+
+    found = _half_chain(ctx, table)
+    half = shape(ctx, found[0]) if found else None
+    from_half = half is not None and len(half) == 3 and same(half[0], b) and same(half[1], s)
+    sizes = add("Shape", [found[0] if from_half else table], 1, start=0, end=2 if from_half else 3)
+    count = add("ReduceProd", [sizes], 1, keepdims=0)
+    zero, one = (ctx.g.make_initializer("", np.array(v, dtype=np.int64)) for v in (0, 1))
+    grid = add("Reshape", [add("Range", [zero, count, one], 1), sizes], 1)
+    return grid if from_half else add("Squeeze", [grid, _int64(ctx, [1])], 1)
 
 
 def _projection(ctx, x: str):
@@ -183,8 +255,15 @@ def rotary_embedding(ctx, node):
         return None
     half = shape(ctx, x)[3] // 2
     new: list = []
-    inputs = [_positions(ctx, x, cos, new), _cache(ctx, cos, half, new), _cache(ctx, sin, half, new)]
     projected = _projection(ctx, x)
+    # sizes read from the table when it has a row per batch entry (one computation for
+    # every layer), else from the projection the op runs on (nothing then keeps the
+    # (B, N, S, H) transposed copy alive)
+    if shape(ctx, cos)[0] != 1:
+        positions = _table_positions(ctx, cos, new)
+    else:
+        positions = _positions(ctx, x, cos, new) if projected is None else _positions(ctx, projected[0], cos, new, 1)
+    inputs = [positions, _cache(ctx, cos, half, new), _cache(ctx, sin, half, new)]
     if projected is None:
         rot = ctx.node("RotaryEmbedding", [x, *inputs], node.outputs, domain=MS_DOMAIN)
         ctx.g.set_type(node.outputs[0], ctx.g.get_type(x))

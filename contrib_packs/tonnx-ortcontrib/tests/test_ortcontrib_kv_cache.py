@@ -1,0 +1,130 @@
+"""Causal LMs exported with their KV cache and the pack: attention with the cache is one
+GroupQueryAttention reading ``past_key_values.*`` and writing ``present.*``; onnxruntime
+matches torch at cache lengths 0, 1 and 37, batch 1 and 3, left and right padding, and a
+greedy loop from an empty cache gives generate()'s tokens (tests/models/test_kv_cache.py's
+checks, on the pack's graph)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import tonnx
+from tests.models import transformer_models as T
+from tests.models.test_kv_cache import (
+    ATOL,
+    DYNAMIC,
+    _expected,
+    _feeds,
+    _greedy_onnxruntime,
+    _inputs,
+    _mask,
+)
+
+CASES = [
+    (0, 1, 4, "left"), (0, 3, 4, "right"), (0, 3, 4, "left"), (1, 3, 1, "left"), (1, 1, 3, "right"),
+    (37, 3, 1, "left"), (37, 3, 2, "right"), (37, 1, 1, "left"), (37, 3, 1, "right"), (37, 3, 3, "left"),
+]  # fmt: skip
+
+
+def _export(model):
+    return tonnx.to_onnx(model, kwargs=_inputs(model.config, 2, 3, 5, "left", 0), dynamic_shapes=DYNAMIC)
+
+
+def _check_fused(onx, layers: int) -> None:
+    """One GroupQueryAttention per layer, reading the cache inputs, writing the presents."""
+    nodes = [n for n in onx.graph.node if n.op_type == "GroupQueryAttention"]
+    assert len(nodes) == layers
+    for i, node in enumerate(nodes):
+        assert list(node.input[3:5]) == [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        assert list(node.output[1:3]) == [f"present.{i}.key", f"present.{i}.value"]
+    ops = {n.op_type for n in onx.graph.node}
+    assert not {"Softmax", "Split"} & ops
+    rewrites = {p.key: p.value for p in onx.metadata_props}["pkg.tonnx.rewrites"]
+    assert f"ortcontrib:gqa_kv_cache x{layers}" in rewrites
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2"])
+def test_causal_lm_with_cache(name):
+    model = T.MODELS[name]()[0].model
+    config = model.config
+    onx = _export(model)
+    _check_fused(onx, config.num_hidden_layers)
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    for past, batch, seq, padding in CASES:
+        inputs = _inputs(config, batch, seq, past, padding, seed=past + batch)
+        got = dict(zip(names, sess.run(None, _feeds(inputs))))
+        for key, value in _expected(model, inputs).items():
+            assert got[key].shape == value.shape, (key, past, batch, padding)
+            np.testing.assert_allclose(got[key], value, atol=ATOL, rtol=1e-4, err_msg=f"{key} {past=} {batch=} {padding}")
+
+    ids = torch.randint(0, config.vocab_size, (2, 6), generator=torch.Generator().manual_seed(7))
+    mask = _mask(2, 6, "left")
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False, pad_token_id=0
+        )[:, 6:].numpy()
+    np.testing.assert_array_equal(_greedy_onnxruntime(sess, config, ids, mask, 20), expected)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_reference_kernels_run_the_cache_graph(name):
+    """The pack's reference kernels (past, query_seqlens, position_ids) give onnxruntime's
+    results on the exported graph: Llama (rotary inside the op), GPT2 (split projection)."""
+    from tonnx.testing import run_onnxruntime, run_reference
+
+    model = T.MODELS[name]()[0].model
+    onx = _export(model)
+    for past, batch, seq, padding in [(5, 2, 1, "left"), (0, 2, 3, "left"), (4, 1, 2, "right")]:
+        feeds = _feeds(_inputs(model.config, batch, seq, past, padding, seed=past))
+        ordered = [feeds[i.name] for i in onx.graph.input]
+        for got, want in zip(run_reference(onx, ordered), run_onnxruntime(onx, ordered)):
+            np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+# -- which masks the op's own causal mask may take: proven on the FX graph ------------------
+
+
+class CachedAttention(torch.nn.Module):
+    """sdpa of S new queries over T = P + S keys with HF's mask ``kv_idx <= q_idx``,
+    ``q_idx = arange(S) + P + shift`` (shift > 0 shows later keys: not causal)."""
+
+    def __init__(self, shift=0, mode="hf"):
+        super().__init__()
+        self.shift, self.mode = shift, mode
+
+    def forward(self, q, past, new, mask=None):
+        k, v = torch.cat([past, new], dim=2), torch.cat([past * 2, new - 1], dim=2)
+        length, size = q.shape[2], k.shape[2]
+        if self.mode == "is_causal":
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.mode == "input":
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        if self.mode == "none":
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        kv_idx = torch.arange(size)
+        q_idx = torch.arange(length) + (size - length) + self.shift
+        keep = kv_idx[None, None, None, :] <= q_idx[None, None, :, None]
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
+@pytest.mark.parametrize(
+    "shift, mode, fused",
+    [(0, "hf", True), (-2, "hf", True), (1, "hf", False), (0, "is_causal", True), (0, "input", False), (0, "none", False)],
+)
+def test_only_provably_causal_masks_fuse(shift, mode, fused):
+    from tonnx.testing import check_model
+
+    gen = torch.Generator().manual_seed(0)
+    q, past, new = (torch.randn(2, 2, n, 16, generator=gen) for n in (3, 5, 3))
+    args = (q, past, new) if mode != "input" else (q, past, new, torch.rand(2, 1, 3, 8, generator=gen) > 0.3)
+    onx = check_model(CachedAttention(shift, mode), args, atol=1e-5)
+    ops = [n.op_type for n in onx.graph.node]
+    assert ("GroupQueryAttention" in ops) == fused, ops
+    if fused:
+        (node,) = [n for n in onx.graph.node if n.op_type == "GroupQueryAttention"]
+        assert node.input[3] == "past" and "Concat" not in ops and "Split" not in ops  # the caches folded in
