@@ -128,3 +128,60 @@ def test_only_provably_causal_masks_fuse(shift, mode, fused):
     if fused:
         (node,) = [n for n in onx.graph.node if n.op_type == "GroupQueryAttention"]
         assert node.input[3] == "past" and "Concat" not in ops and "Split" not in ops  # the caches folded in
+
+
+# -- what the converter relies on: onnxruntime's op against torch, one node ----------------
+
+
+def _hf_mask(batch: int, length: int, past: int, padding: str) -> torch.Tensor:
+    """HF's (B, 1, L, P + L) bool mask: causal after the cache, row i with 2i padded keys."""
+    keep = _mask(batch, past + length, padding).bool()
+    causal = torch.arange(past + length)[None, :] <= torch.arange(length)[:, None] + past
+    return causal[None, None] & keep[:, None, None, :]
+
+
+@pytest.mark.parametrize("length, past", [(1, 5), (1, 37), (3, 5), (4, 1), (4, 0), (1, 0)])
+@pytest.mark.parametrize("batch, padding", [(1, "left"), (3, "left"), (3, "right")])
+def test_onnxruntime_op_with_cache_equals_torch(length, past, batch, padding):
+    """causal=1, seqlens_k = P + L - 1 and total_sequence_length = P + L for every row,
+    query_seqlens = L, the mask as bias (dead rows 0, output zeroed there): torch's sdpa
+    over cat(past, new), and the presents are that cat. (Without query_seqlens, onnxruntime
+    refuses L > 1 new tokens after a cache for a batch of more than one.)"""
+    from onnx import TensorProto
+    from onnx import helper as oh
+
+    heads, kv_heads, size = 4, 2, 16
+    gen = torch.Generator().manual_seed(length + past + batch)
+    q = torch.randn(batch, heads, length, size, generator=gen)
+    k, v = (torch.randn(batch, kv_heads, length, size, generator=gen) for _ in range(2))
+    pk, pv = (torch.randn(batch, kv_heads, past, size, generator=gen) for _ in range(2))
+    mask = _hf_mask(batch, length, past, padding)
+    keys, values = torch.cat([pk, k], 2), torch.cat([pv, v], 2)
+    want = torch.nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
+    dead = ~mask.any(-1, keepdim=True)
+    names = ["q", "k", "v", "pk", "pv", "seqlens", "total", "", "", "", "bias", "", "", "", "", "", "qs"]
+    node = oh.make_node("GroupQueryAttention", names, ["out", "present_key", "present_value"],
+                        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads, causal=1)  # fmt: skip
+    feeds = {
+        "q": q.transpose(1, 2).reshape(batch, length, -1).numpy(),
+        "k": k.transpose(1, 2).reshape(batch, length, -1).numpy(),
+        "v": v.transpose(1, 2).reshape(batch, length, -1).numpy(),
+        "pk": pk.numpy(), "pv": pv.numpy(),
+        "seqlens": np.full((batch,), past + length - 1, np.int32),
+        "total": np.array(past + length, np.int32),
+        "bias": torch.where(mask | dead, 0.0, float("-inf")).numpy(),
+        "qs": np.full((batch,), length, np.int32),
+    }  # fmt: skip
+    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
+    inputs = [oh.make_tensor_value_info(n, types[a.dtype], a.shape) for n, a in feeds.items()]
+    outputs = [oh.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in node.output]
+    model = oh.make_model(
+        oh.make_graph([node], "gqa", inputs, outputs),
+        opset_imports=[oh.make_opsetid("", 18), oh.make_opsetid("com.microsoft", 1)], ir_version=10,
+    )  # fmt: skip
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    out, present_key, present_value = sess.run(None, feeds)
+    out = out.reshape(batch, length, heads, size).transpose(0, 2, 1, 3) * (~dead).numpy()
+    np.testing.assert_allclose(out, want.numpy(), atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(present_key, keys.numpy())
+    np.testing.assert_array_equal(present_value, values.numpy())
