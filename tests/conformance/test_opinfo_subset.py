@@ -40,6 +40,13 @@ MUST_PASS_HALF = (
     "nn.functional.max_pool2d", "nn.functional.nll_loss", "nn.functional.cross_entropy",
     "einsum", "inner", "nn.functional.embedding_bag",
 )
+#: complex values, carried as real (..., 2) pairs: real inputs with complex results (float32),
+#: and complex64 samples (the harness feeds and reads them through view_as_real)
+MUST_PASS_TO_COMPLEX = ("polar", "complex", "view_as_complex")
+MUST_PASS_COMPLEX = (
+    "mul", "abs", "angle", "real", "imag", "view_as_real", "cat", "reshape", "transpose",
+    "to", "kron",
+)
 #: refused with a typed error, never an invalid model (ONNX Conv takes floats only)
 MUST_REFUSE_INT64 = ("nn.functional.conv2d", "nn.functional.conv_transpose1d")
 
@@ -56,6 +63,7 @@ def _sweep(names, dtype):
     [
         (MUST_PASS, "float32"), (MUST_PASS_INT64, "int64"), (MUST_PASS_BOOL, "bool"),
         (MUST_PASS_HALF, "float16"), (MUST_PASS_HALF, "bfloat16"),
+        (MUST_PASS_TO_COMPLEX, "float32"), (MUST_PASS_COMPLEX, "complex64"),
     ],
 )
 def test_subset_passes_without_mismatch(names, dtype):
