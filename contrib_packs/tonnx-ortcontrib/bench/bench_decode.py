@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -43,6 +42,8 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_ortcontrib import interleaved_medians_ms  # noqa: E402  (the same timing loop)
 
 GRAPHS = ("aten", "ortcontrib", "genai")
 CASES = ("1x128", "4x512")
@@ -181,17 +182,7 @@ def child(feeds_path: str, threads: int, paths: list[str], budget_s: float = 4.0
         for _ in range(10):
             session.run(None, inputs)
         runs.append((session, inputs))
-    times: list[list[float]] = [[] for _ in runs]
-    deadline = time.perf_counter() + budget_s
-    for turn in range(100000):
-        for i in range(len(runs)) if turn % 2 == 0 else reversed(range(len(runs))):
-            session, inputs = runs[i]
-            begin = time.perf_counter()
-            session.run(None, inputs)
-            times[i].append(time.perf_counter() - begin)
-        if turn >= 30 and time.perf_counter() > deadline:
-            break
-    return [statistics.median(t) * 1e3 for t in times]
+    return interleaved_medians_ms(runs, budget_s, max_turns=100000)
 
 
 def one_round(paths: dict, feeds_path: str, threads: int, round_index: int) -> dict[str, float]:

@@ -79,9 +79,15 @@ def child_latencies(threads: int, feeds_path: str, paths: list[str], budget_s: f
         for _ in range(10):
             session.run(None, inputs)
         runs.append((session, inputs))
-    times = [[] for _ in runs]
+    return interleaved_medians_ms(runs, budget_s, max_turns=3000)
+
+
+def interleaved_medians_ms(runs: list, budget_s: float, *, max_turns: int) -> list[float]:
+    """Median latency (ms) of each warmed-up ``(session, feeds)``: one run each in turns, the
+    order flipping every turn, at least 31 turns, then until ``budget_s`` has passed."""
+    times: list[list[float]] = [[] for _ in runs]
     deadline = time.perf_counter() + budget_s
-    for turn in range(3000):
+    for turn in range(max_turns):
         for i in range(len(runs)) if turn % 2 == 0 else reversed(range(len(runs))):
             session, inputs = runs[i]
             begin = time.perf_counter()
