@@ -18,7 +18,8 @@ Each graph is checked against torch on the decode step (logits and presents), wi
 padding and, for B > 1, with left padding (row i has 2i padded positions: the builder's
 graph reads the lengths from the mask's sums and assumes right padding, so it is expected
 to differ there). Latency: the three graphs run in one fresh onnxruntime-only process,
-one run each in turns, the order flipping every turn, for about 4 s (the session created
+in turns of 20 ms of consecutive runs each (bench_ortcontrib.BLOCK_S), the order flipping
+every turn, for about 4 s (the session created
 first measures a few percent slower, so each round runs two processes, creation orders
 rotated, and averages the two medians). A round gives each graph's median; the table shows
 the median over rounds, and the median over rounds of each per-round ratio. Default session
@@ -43,7 +44,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ortcontrib import interleaved_medians_ms  # noqa: E402  (the same timing loop)
+from bench_ortcontrib import BLOCK_S  # noqa: E402  (the same turns)
+from ort_latency import turn_medians_ms  # noqa: E402
 
 GRAPHS = ("aten", "ortcontrib", "genai")
 CASES = ("1x128", "4x512")
@@ -166,8 +168,8 @@ def max_diff(path: str, feeds: dict, want: dict) -> float:
 
 
 def child(feeds_path: str, threads: int, paths: list[str], budget_s: float = 4.0) -> list[float]:
-    """Median latency (ms) of each model: sessions created in the given order, runs in
-    turns, one run each, the order flipping every turn."""
+    """Median latency (ms) of each model: sessions created in the given order, run in turns
+    of ``BLOCK_S`` of consecutive runs, the order flipping every turn."""
     import onnxruntime
 
     with np.load(feeds_path) as npz:
@@ -182,7 +184,7 @@ def child(feeds_path: str, threads: int, paths: list[str], budget_s: float = 4.0
         for _ in range(10):
             session.run(None, inputs)
         runs.append((session, inputs))
-    return interleaved_medians_ms(runs, budget_s, max_turns=100000)
+    return turn_medians_ms(runs, budget_s, max_turns=100000, block_s=BLOCK_S)
 
 
 def one_round(paths: dict, feeds_path: str, threads: int, round_index: int) -> dict[str, float]:

@@ -9,12 +9,13 @@ tokens, no mask) and Llama, Mistral, BERT and GPT2 from the model list
 (tests/models/transformer_models.py, batch 2 x 12 tokens, left padding in one row). Each
 model is exported twice, with the installed packs (``ortcontrib`` on, priority 200) and with
 ``Dispatcher(packs=["no:ortcontrib"])`` (the aten pack's standard-domain graph). Both graphs
-run side by side in fresh onnxruntime-only processes (tests/bench/ort_latency.py: runs
-interleaved one by one, both session orders; default session options, CPU); a round gives
-each graph's median latency, the table shows the median over rounds of each graph and of
-the per-round ratio. The same is measured with ``intra_op_num_threads=1`` (in this
-script's own child process): on a loaded 2-core machine, default sessions wait for their
-second thread far longer than they compute, and one thread shows what the graphs cost.
+run side by side in fresh onnxruntime-only processes, in turns of 20 ms of consecutive runs
+per graph, the order flipping every turn, both session creation orders (``BLOCK_S``: runs
+switched one by one measure how the two sessions evict each other's weights and wake each
+other's spinning threads, which a user's loop never does); a round gives each graph's
+median latency, the table shows the median over rounds of each graph and of the per-round
+ratio. Default session options (2 threads here), and ``intra_op_num_threads=1``, which
+shows what the graphs cost on a loaded machine.
 Both results are checked against torch.
 """
 
@@ -28,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -63,43 +63,36 @@ def fused_ops(onx) -> str:
     return ", ".join(f"{op} x{c}" for op, c in sorted(counts.items()))
 
 
+#: each session runs this long in a row per turn (tests/bench/ort_latency.py: runs switched
+#: one by one reload each other's weights and wake each other's spinning thread pools)
+BLOCK_S = 0.02
+
+
 def child_latencies(threads: int, feeds_path: str, paths: list[str], budget_s: float = 4.0) -> list[float]:
-    """Median latency (ms) of each model, sessions with ``threads`` intra-op threads, runs
-    interleaved one by one with the order flipping every turn (as ort_latency.py)."""
+    """Median latency (ms) of each model, sessions with ``threads`` intra-op threads (0:
+    onnxruntime's default), in turns of ``BLOCK_S`` of consecutive runs, the order flipping
+    every turn."""
     import onnxruntime
+
+    from tests.bench.ort_latency import turn_medians_ms
 
     with np.load(feeds_path) as npz:
         feeds = [npz[f"arr_{i}"] for i in range(len(npz.files))]
     runs = []
     for path in paths:
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
+        if threads:
+            options.intra_op_num_threads = threads
         session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         inputs = dict(zip([i.name for i in session.get_inputs()], feeds))
         for _ in range(10):
             session.run(None, inputs)
         runs.append((session, inputs))
-    return interleaved_medians_ms(runs, budget_s, max_turns=3000)
+    return turn_medians_ms(runs, budget_s, max_turns=3000, block_s=BLOCK_S)
 
 
-def interleaved_medians_ms(runs: list, budget_s: float, *, max_turns: int) -> list[float]:
-    """Median latency (ms) of each warmed-up ``(session, feeds)``: one run each in turns, the
-    order flipping every turn, at least 31 turns, then until ``budget_s`` has passed."""
-    times: list[list[float]] = [[] for _ in runs]
-    deadline = time.perf_counter() + budget_s
-    for turn in range(max_turns):
-        for i in range(len(runs)) if turn % 2 == 0 else reversed(range(len(runs))):
-            session, inputs = runs[i]
-            begin = time.perf_counter()
-            session.run(None, inputs)
-            times[i].append(time.perf_counter() - begin)
-        if turn >= 30 and time.perf_counter() > deadline:
-            break
-    return [statistics.median(t) * 1e3 for t in times]
-
-
-def one_thread_latencies(models: dict, feeds: list) -> dict:
-    """Both session orders in fresh processes, mean of the two medians, one thread."""
+def latencies(models: dict, feeds: list, threads: int) -> dict:
+    """Both session orders in fresh onnxruntime-only processes, mean of the two medians."""
     with tempfile.TemporaryDirectory() as tmp:
         feeds_path = os.path.join(tmp, "feeds.npz")
         np.savez(feeds_path, *feeds)
@@ -111,7 +104,7 @@ def one_thread_latencies(models: dict, feeds: list) -> dict:
         measured = {name: [] for name in models}
         for order in (list(models), list(reversed(models))):
             out = subprocess.run(
-                [sys.executable, __file__, "--child", feeds_path, *(paths[n] for n in order)],
+                [sys.executable, __file__, "--child", str(threads), feeds_path, *(paths[n] for n in order)],
                 capture_output=True, text=True, check=True,
             )
             for name, ms in zip(order, json.loads(out.stdout.strip().splitlines()[-1])):
@@ -125,15 +118,15 @@ def _summary(per_round: list[dict]) -> tuple[dict, float]:
 
 
 def bench_case(case: str, rounds: int) -> dict:
-    from tests.bench.bench_export import max_diff, ort_latencies
+    from tests.bench.bench_export import max_diff
 
     model, args = build(case)
     models = export_both(model, args)
     if not fused_ops(models["ortcontrib"]):
         raise SystemExit("the ortcontrib pack is not active: pip install ./contrib_packs/tonnx-ortcontrib")
     feeds = [a.numpy() for a in args]
-    default = _summary([ort_latencies(models, feeds) for _ in range(rounds)])
-    single = _summary([one_thread_latencies(models, feeds) for _ in range(rounds)])
+    default = _summary([latencies(models, feeds, 0) for _ in range(rounds)])
+    single = _summary([latencies(models, feeds, 1) for _ in range(rounds)])
     return {
         "case": case,
         "nodes": {k: len(m.graph.node) for k, m in models.items()},
@@ -151,7 +144,7 @@ def main() -> None:
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
-        print(json.dumps(child_latencies(1, opts.child[0], opts.child[1:])))
+        print(json.dumps(child_latencies(int(opts.child[0]), opts.child[1], opts.child[2:])))
         return
     import onnxruntime
 
