@@ -7,6 +7,8 @@ numbers on the rewritten graph as on the original one.
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 from onnx import TensorProto
 
 from tonnx.builder import GraphBuilder
@@ -152,3 +154,55 @@ def test_batchnorm_after_conv_is_folded_into_the_conv():
     g.remove_unused()
     assert _ops(g) == ["Conv"]
     np.testing.assert_allclose(_outputs(g, x)[0], before, rtol=1e-5, atol=1e-5)
+
+
+@st.composite
+def _two_unsqueezes(draw):
+    """(input rank, first axes, second axes, opset): any valid axes, negative ones too."""
+    rank = draw(st.integers(0, 3))
+    axes = []
+    for added in (draw(st.integers(1, 3)), draw(st.integers(1, 3))):
+        out = rank + sum(len(a) for a in axes) + added
+        chosen = draw(st.lists(st.integers(0, out - 1), min_size=added, max_size=added, unique=True))
+        axes.append([a - out if draw(st.booleans()) else a for a in chosen])
+    return rank, axes[0], axes[1], draw(st.sampled_from([11, 20]))
+
+
+@given(_two_unsqueezes())
+def test_unsqueezes_compose_into_one(case):
+    rank, first, second, opset = case
+    shape = (2, 3, 4)[:rank]
+    g = GraphBuilder(opset)
+    g.make_tensor_input("x", FLOAT, shape)
+    if opset >= 13:
+        out = g.op.Unsqueeze(g.op.Unsqueeze("x", np.array(first)), np.array(second))
+    else:
+        out = g.op.Unsqueeze(g.op.Unsqueeze("x", axes=first), axes=second)
+    g.make_tensor_output(g.op.Identity(out, outputs=["y"]), FLOAT, g.get_shape(out))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    want = np.expand_dims(np.expand_dims(x, first), second)
+    assert g.rewrite_peepholes() == 1
+    g.remove_identity_nodes()
+    g.remove_unused()
+    assert _ops(g) == ["Unsqueeze"]
+    got = _outputs(g, x)[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_and_with_true_is_dropped_unless_it_broadcasts():
+    g = GraphBuilder(20)
+    g.make_tensor_input("b", TensorProto.BOOL, (2, 3))
+    kept = g.op.And("b", np.array(True))
+    wider = g.op.And("b", np.ones((4, 1, 1), dtype=np.bool_))  # broadcasts b up
+    masked = g.op.And("b", np.array([True, False, True]))
+    for i, out in enumerate((kept, wider, masked)):
+        g.make_tensor_output(g.op.Identity(out, outputs=[f"y{i}"]), TensorProto.BOOL, g.get_shape(out))
+    b = np.array([[True, False, True], [True, True, False]])
+    before = run_onnxruntime(g.to_onnx(), [b])
+    assert g.rewrite_peepholes() == 1
+    g.remove_identity_nodes()
+    g.remove_unused()
+    assert _ops(g).count("And") == 2  # the broadcasting one and the real mask
+    for want, got in zip(before, run_onnxruntime(g.to_onnx(), [b])):
+        np.testing.assert_array_equal(got, want)

@@ -10,7 +10,9 @@
   so numbers may move by an ulp against torch's two ops).
 - A constant all-zero bias is dropped: ``Gemm(a, b, 0)`` loses its ``C``, ``Add(x, 0)``
   becomes ``Identity(x)`` when the zeros do not broadcast ``x`` to a larger shape
-  (exact but for the sign of a zero: ``-0 + 0`` is ``+0``).
+  (exact but for the sign of a zero: ``-0 + 0`` is ``+0``); so does ``And(x, True)``.
+- ``Unsqueeze(Unsqueeze(x))`` becomes one ``Unsqueeze`` (HF's attention masks unsqueeze
+  each index vector three times, one axis at a time): exact.
 
 Each rewrite only fires when the inner node has no other reader, so nothing is computed
 twice; the inner node is then dead and dropped by ``remove_unused``.
@@ -43,6 +45,10 @@ def rewrite_peepholes(g) -> int:
             fired += _gemm_zero_bias(g, node)
         elif node.op_type == "Add":
             fired += _add_zero(g, node)
+        elif node.op_type == "And":
+            fired += _and_true(g, node)
+        elif node.op_type == "Unsqueeze":
+            fired += _unsqueeze_unsqueeze(g, node, producer, readers)
         elif node.op_type == "BatchNormalization":
             fired += _batchnorm_into_conv(g, node, producer, readers)
     return fired
@@ -98,6 +104,46 @@ def _add_zero(g, node) -> int:
                 node.op_type, node.inputs = "Identity", [x]
                 return 1
     return 0
+
+
+def _and_true(g, node) -> int:
+    for x, true in (node.inputs, reversed(node.inputs)):
+        if g.is_constant(true) and _broadcasts_into(g.get_shape(true), g.get_shape(x)):
+            if g.get_constant(true).all():
+                node.op_type, node.inputs = "Identity", [x]
+                return 1
+    return 0
+
+
+def _unsqueeze_axes(g, node) -> list[int] | None:
+    """The axes of an Unsqueeze (input from opset 13, attribute before), None if not constant."""
+    if len(node.inputs) > 1:
+        return [int(a) for a in g.get_constant(node.inputs[1]).reshape(-1)] if g.is_constant(node.inputs[1]) else None
+    axes = node.attributes.get("axes")
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _unsqueeze_unsqueeze(g, node, producer: dict, readers: Counter) -> int:
+    inner = _single_use(node.inputs[0], "Unsqueeze", producer, readers)
+    shape = None if inner is None else g.get_shape(inner.inputs[0])
+    if shape is None:
+        return 0
+    first, second = _unsqueeze_axes(g, inner), _unsqueeze_axes(g, node)
+    if first is None or second is None:
+        return 0
+    middle, rank = len(shape) + len(first), len(shape) + len(first) + len(second)
+    second = sorted(a % rank for a in second)
+    # the output's axes that are not the second's are the middle tensor's axes, in order
+    kept = [a for a in range(rank) if a not in second]
+    combined = sorted([*second, *(kept[a % middle] for a in first)])
+    readers[node.inputs[0]] -= 1
+    readers[inner.inputs[0]] += 1
+    if len(node.inputs) > 1:
+        node.inputs = [inner.inputs[0], g.make_initializer("", np.array(combined, dtype=np.int64))]
+    else:
+        node.inputs = [inner.inputs[0]]
+        node.attributes = {**node.attributes, "axes": combined}
+    return 1
 
 
 def _broadcasts_into(small, shape) -> bool:
