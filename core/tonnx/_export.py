@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -82,7 +83,8 @@ def to_onnx(
     with _report.recording(record, os.fspath(report) if report is not None else None), export_patches():
         if record is not None:
             record.start("export")
-        ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+        with _pack_export_patches(model, dispatcher, opsets[""]):
+            ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
         onx = convert_program(
             ep,
             dim_names,
@@ -107,6 +109,23 @@ def to_onnx(
 
         print(pretty(onx))
     return onx
+
+
+@contextlib.contextmanager
+def _pack_export_patches(model, dispatcher, opset: int):
+    """Enters the ``export_patches`` of the packs ``dispatcher`` enables (PackSpec)."""
+    import torch
+
+    from .dispatch._dispatcher import DEFAULT_DISPATCHER
+    from .dispatch._manager import default_manager
+
+    with contextlib.ExitStack() as stack:
+        if not isinstance(model, torch.export.ExportedProgram):
+            registry = default_manager().registry(opset, dispatcher if dispatcher is not None else DEFAULT_DISPATCHER)
+            for spec in registry.packs.values():
+                if spec is not None and spec.export_patches is not None:
+                    stack.enter_context(spec.export_patches())
+        yield
 
 
 def _opsets(target_opset) -> dict[str, int]:

@@ -5,8 +5,10 @@
     python contrib_packs/tonnx-ortcontrib/bench/bench_ortcontrib.py --cases llama4 --rounds 3
 
 Cases: the Llama 4-layer benchmark config of tests/bench/bench_export.py (batch 2 x 32
-tokens, no mask) and Llama, Mistral, BERT and GPT2 from the model list
-(tests/models/transformer_models.py, batch 2 x 12 tokens, left padding in one row). Each
+tokens, no mask), Llama, Mistral, BERT and GPT2 from the model list
+(tests/models/transformer_models.py, batch 2 x 12 tokens, left padding in one row), and a
+4-layer Mixtral and Qwen3-MoE at the Llama config's sizes (8 experts, top-2, batch 2 x 32:
+their expert blocks become ``MoE``). Each
 model is exported twice, with the installed packs (``ortcontrib`` on, priority 200) and with
 ``Dispatcher(packs=["no:ortcontrib"])`` (the aten pack's standard-domain graph). Both graphs
 run side by side in fresh onnxruntime-only processes, in turns of 20 ms of consecutive runs
@@ -36,7 +38,31 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, ROOT)
 
-CASES = ("llama4", "llama", "mistral", "bert", "gpt2")
+CASES = ("llama4", "llama", "mistral", "bert", "gpt2", "mixtral4", "qwen3moe4")
+
+
+def moe(case: str):
+    """A 4-layer Mixtral or Qwen3-MoE at the Llama benchmark's sizes (hidden 256, 4 heads,
+    2 kv heads, vocab 1000), 8 experts of intermediate 512, top-2, batch 2 x 32 tokens."""
+    import transformers
+
+    from tests.bench.bench_export import LLAMA, LogitsOnly
+
+    common = {**LLAMA, "num_hidden_layers": 4, "num_experts_per_tok": 2}
+    if case == "mixtral4":
+        config = transformers.MixtralConfig(**common, num_local_experts=8)
+    else:
+        config = transformers.Qwen3MoeConfig(
+            **common, moe_intermediate_size=512, num_experts=8, head_dim=64, norm_topk_prob=True,
+            decoder_sparse_step=1, mlp_only_layers=[],
+        )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() == 3:  # the experts' weights are allocated uninitialized
+                param.normal_(0.0, param.shape[-1] ** -0.5)
+    return LogitsOnly(model), (torch.randint(0, 1000, (2, 32)),)
 
 
 def build(case: str):
@@ -45,6 +71,8 @@ def build(case: str):
 
     if case == "llama4":
         return bench_export.llama(4)
+    if case in ("mixtral4", "qwen3moe4"):
+        return moe(case)
     return getattr(transformer_models, case)()
 
 

@@ -10,6 +10,7 @@ import tonnx
 from tonnx.testing import check_model
 
 KEY = "aten::scaled_dot_product_attention.default"
+COVERS = {"aten::scaled_dot_product_attention.default"}
 
 
 class Sdpa(torch.nn.Module):

@@ -67,3 +67,13 @@ def test_environment_switch_blocks_it_too(monkeypatch):
         monkeypatch.delenv("TONNX_PACKS")
         reset_default_manager()
     assert ms_ops(onx) == []
+
+
+def test_every_converter_is_tested_and_follows_its_schema():
+    from pathlib import Path
+
+    from tonnx.testing import assert_follows_schema, assert_pack_covered, pack_converters
+
+    assert_pack_covered("ortcontrib", Path(__file__).parent)
+    for converter in pack_converters("ortcontrib"):
+        assert_follows_schema(converter)

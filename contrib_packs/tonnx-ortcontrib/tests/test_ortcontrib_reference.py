@@ -294,7 +294,7 @@ def test_features_set_off_explicitly_are_accepted():
 
 
 def test_kernels_come_from_the_pack_spec():
-    assert sorted(k.__name__ for k in reference_kernels(["ortcontrib"])) == ["GroupQueryAttention", "RotaryEmbedding"]
+    assert sorted(k.__name__ for k in reference_kernels(["ortcontrib"])) == ["GroupQueryAttention", "MoE", "RotaryEmbedding"]
 
 
 # -- graphs the pack exports: reference == onnxruntime == torch ------------------------------

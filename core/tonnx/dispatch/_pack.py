@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 #: Default priority of a pack; the in-house converters of a dispatcher always win.
@@ -36,3 +37,8 @@ class PackSpec:
     #: (``op_domain`` set) that run the nodes of its ``domains`` in onnx's reference
     #: evaluator (``tonnx.testing.run_reference``)
     reference_kernels: Callable[[], Iterable] | None = None
+    #: optional: returns a context manager that ``to_onnx`` enters around ``torch.export``
+    #: of an ``nn.Module`` while the pack is enabled (never for an ExportedProgram). For a
+    #: pack whose converters turn a whole module into one fused node: the patch routes the
+    #: module through a custom op (``torch.library``) those converters handle
+    export_patches: Callable[[], AbstractContextManager] | None = None

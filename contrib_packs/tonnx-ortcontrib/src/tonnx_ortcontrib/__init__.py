@@ -4,8 +4,9 @@ Installing it changes the exported graph (priority 200, above the aten pack's 10
 attention becomes ``GroupQueryAttention`` (grouped or not, with or without a KV cache: the
 op then reads ``past_key_values.*`` and writes ``present.*``; the query, key and value
 projections packed into one MatMul, rotary embeddings done inside the op), rotary
-embeddings elsewhere ``RotaryEmbedding``. A case the fused op does not compute exactly as
-torch is left to the aten pack. ``Dispatcher(packs=["no:ortcontrib"])`` or
+embeddings elsewhere ``RotaryEmbedding``, Mixtral and Qwen3-MoE expert blocks ``MoE`` (an
+export patch routes them through the pack's op ``tonnx_ortcontrib::softmax_topk_moe``, see
+:mod:`.moe`). A case the fused op does not compute exactly as torch is left to the aten pack. ``Dispatcher(packs=["no:ortcontrib"])`` or
 ``TONNX_PACKS=no:ortcontrib`` gives the standard-domain graph. :mod:`.reference` runs
 the emitted ops in onnx's reference evaluator (``tonnx.testing.run_reference``).
 
@@ -26,9 +27,15 @@ MS_DOMAIN = "com.microsoft"
 
 
 def _load():
-    from . import attention
+    from . import attention, moe
 
-    return list(attention.CONVERTERS)
+    return [*attention.CONVERTERS, *moe.CONVERTERS]
+
+
+def _export_patches():
+    from .moe import export_patches
+
+    return export_patches()
 
 
 def _rewrites():
@@ -52,6 +59,7 @@ def tonnx_pack() -> PackSpec:
         version=__version__,
         priority=200,
         domains={MS_DOMAIN: 1},
-        description="onnxruntime com.microsoft fused ops (GroupQueryAttention, RotaryEmbedding)",
+        description="onnxruntime com.microsoft fused ops (GroupQueryAttention, RotaryEmbedding, MoE)",
         reference_kernels=_reference_kernels,
+        export_patches=_export_patches,
     )

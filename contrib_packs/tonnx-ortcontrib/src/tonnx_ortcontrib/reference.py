@@ -34,6 +34,11 @@ _GQA_OFF = {
     "smooth_softmax": (-1, 0), "sliding_window_cache": (0,), "k_quant_type": ("NONE",),
     "v_quant_type": ("NONE",),
 }  # fmt: skip
+# the SwiGLU the pack emits (interleaved, silu(gate) * up); the other attributes at their off value
+_MOE_OFF = {
+    "activation_type": ("swiglu",), "swiglu_fusion": (1,), "activation_alpha": (1.0,),
+    "activation_beta": (0.0,), "use_sparse_mixer": (0,), "swiglu_limit": (None,),
+}  # fmt: skip
 _ROTARY_OFF = {"interleaved": (0,), "rotary_embedding_dim": (0,), "is_packed_batching": (0,), "scale": (1.0,)}
 
 
@@ -261,4 +266,39 @@ class GroupQueryAttention(OpRun):
         return out, k.astype(np.float32), v.astype(np.float32)
 
 
-KERNELS = (GroupQueryAttention, RotaryEmbedding)
+
+class MoE(OpRun):
+    """``com.microsoft.MoE`` as the pack emits it: (T, H) tokens, (T, E) router logits,
+    softmax then top-``k`` (renormalized with ``normalize_routing_weights``), experts
+    ``down @ (silu(gate) * up)`` with gate and up rows interleaved in ``fc1`` (E, 2I, H)
+    (``swiglu_fusion=1``, ``activation_alpha=1``, ``activation_beta=0``), no biases."""
+
+    op_domain = MS_DOMAIN
+    op_schema = None
+
+    def _run(self, x, router_probs, fc1, fc1_bias=None, fc2=None, *rest, **attributes):
+        op = "MoE"
+        _check_attributes(op, attributes, {"k", "normalize_routing_weights"}, _MOE_OFF)
+        if fc1_bias is not None or any(r is not None for r in rest):
+            raise _unsupported(op, "expert biases or a third weight")
+        for name, value in (("input", x), ("router_probs", router_probs), ("fc1", fc1), ("fc2", fc2)):
+            _check_float32(op, name, value)
+        logits = router_probs
+        probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        k = int(attributes["k"])
+        experts = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+        weights = np.take_along_axis(probs, experts, axis=-1)
+        if attributes.get("normalize_routing_weights"):
+            weights = weights / weights.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(x)
+        for t in range(x.shape[0]):
+            for slot in range(k):
+                e = experts[t, slot]
+                h = fc1[e] @ x[t]
+                gate, up = h[0::2], h[1::2]
+                out[t] += weights[t, slot] * (fc2[e] @ (gate / (1 + np.exp(-gate)) * up))
+        return (out.astype(np.float32),)
+
+
+KERNELS = (GroupQueryAttention, RotaryEmbedding, MoE)

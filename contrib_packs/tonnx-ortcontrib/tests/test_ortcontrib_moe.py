@@ -1,0 +1,160 @@
+"""Mixtral / Qwen3-MoE expert blocks -> com.microsoft.MoE, against torch eager.
+
+The pack's op ``tonnx_ortcontrib::softmax_topk_moe`` is checked alone (hypothesis: sizes,
+top-k, renormalization, both gate/up layouts) in onnxruntime and in onnx's reference
+evaluator with the pack's kernel; its eager kernel against transformers' own block; whole
+models through the export patch, with the pack and without it.
+"""
+
+from __future__ import annotations
+
+import hypothesis.strategies as st
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+import transformers
+from hypothesis import given
+from tonnx_ortcontrib import moe
+
+import tonnx
+from tonnx.testing import check_model, run_reference
+
+COVERS = {"tonnx_ortcontrib::softmax_topk_moe.default"}
+NO_PACK = tonnx.Dispatcher(packs=["no:ortcontrib"])
+
+
+class FusedOp(torch.nn.Module):
+    """The op alone, weights as parameters (initializers, as in a model)."""
+
+    def __init__(self, gate_up, down, top_k, normalize, concatenated):
+        super().__init__()
+        self.gate_up, self.down = torch.nn.Parameter(gate_up), torch.nn.Parameter(down)
+        self.args = (top_k, normalize, concatenated)
+
+    def forward(self, x, logits):
+        return moe.softmax_topk_moe(x, logits, self.gate_up, self.down, *self.args)
+
+
+@st.composite
+def calls(draw):
+    tokens, hidden = draw(st.integers(2, 9)), draw(st.sampled_from([8, 16]))  # 1 would specialize
+    experts, inter = draw(st.integers(2, 5)), draw(st.sampled_from([4, 8]))
+    top_k = draw(st.integers(1, experts))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    module = FusedOp(
+        torch.randn(experts, 2 * inter, hidden, generator=gen) / hidden**0.5,
+        torch.randn(experts, hidden, inter, generator=gen) / inter**0.5,
+        top_k, draw(st.booleans()), draw(st.booleans()),
+    )  # fmt: skip
+    return module, (torch.randn(tokens, hidden, generator=gen), 3 * torch.randn(tokens, experts, generator=gen))
+
+
+def _moe_nodes(onx):
+    return [n for n in onx.graph.node if n.op_type == "MoE" and n.domain == "com.microsoft"]
+
+
+@given(calls())
+def test_softmax_topk_moe(call):
+    module, inputs = call
+    onx = check_model(module, inputs, expect_ops=[moe.KEY], dynamic_shapes=({0: "tokens"}, {0: "tokens"}))
+    assert len(_moe_nodes(onx)) == 1
+    with torch.no_grad():
+        want = module(*inputs).numpy()
+    got = run_reference(onx, [x.numpy() for x in inputs])[0]
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+# -- whole models ----------------------------------------------------------------------------
+
+COMMON = dict(
+    hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    vocab_size=128, max_position_embeddings=128, num_experts_per_tok=2,
+)  # fmt: skip
+
+
+def _model(name: str, **overrides):
+    if name == "mixtral":
+        config = transformers.MixtralConfig(**COMMON, intermediate_size=128, num_local_experts=4, **overrides)
+    else:
+        config = transformers.Qwen3MoeConfig(
+            **COMMON, intermediate_size=128, moe_intermediate_size=32, num_experts=4, head_dim=16,
+            decoder_sparse_step=1, mlp_only_layers=[], **overrides,
+        )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() == 3:  # the experts' weights are allocated uninitialized
+                param.normal_(0.0, param.shape[-1] ** -0.5)
+    return model
+
+
+class Logits(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+def _export_and_check(model, dispatcher=None):
+    wrapped = Logits(model)
+    ids = torch.randint(0, 128, (2, 7), generator=torch.Generator().manual_seed(1))
+    kwargs = {} if dispatcher is None else {"dispatcher": dispatcher}
+    onx = tonnx.to_onnx(wrapped, (ids,), dynamic_shapes=({0: "batch", 1: "seq"},), **kwargs)
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in ((2, 7), (3, 11)):
+        ids = torch.randint(0, 128, shape, generator=torch.Generator().manual_seed(shape[1]))
+        with torch.no_grad():
+            want = wrapped(ids).numpy()
+        np.testing.assert_allclose(session.run(None, {"input_ids": ids.numpy()})[0], want, atol=1e-4, rtol=1e-4)
+    return onx, ids, want
+
+
+@pytest.mark.parametrize(
+    "name, overrides",
+    [("mixtral", {}), ("qwen3_moe", {"norm_topk_prob": True}), ("qwen3_moe", {"norm_topk_prob": False})],
+)
+def test_models_with_one_moe_node_per_layer(name, overrides):
+    model = _model(name, **overrides)
+    onx, ids, want = _export_and_check(model)
+    nodes = _moe_nodes(onx)
+    assert len(nodes) == 2
+    normalize = {a.name: a.i for a in nodes[0].attribute}["normalize_routing_weights"]
+    assert normalize == int(overrides.get("norm_topk_prob", True))
+    assert "TopK" not in {n.op_type for n in onx.graph.node}
+    np.testing.assert_allclose(run_reference(onx, [ids.numpy()])[0], want, atol=1e-4, rtol=1e-4)
+
+    standard, _, _ = _export_and_check(model, NO_PACK)
+    assert not _moe_nodes(standard)
+    assert len(standard.graph.node) > len(onx.graph.node) + 50
+
+
+def test_the_eager_kernel_is_the_block():
+    """The op's eager kernel computes what transformers' block computes (grouped_mm)."""
+    for model in (_model("mixtral"), _model("qwen3_moe", norm_topk_prob=True)):
+        block = model.model.layers[0].mlp
+        x = torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(3))
+        flat = x.reshape(-1, 64)
+        with torch.no_grad():
+            fused = moe.softmax_topk_moe(
+                flat, torch.nn.functional.linear(flat, block.gate.weight), block.experts.gate_up_proj,
+                block.experts.down_proj, block.gate.top_k, moe._routing(block), True,
+            )  # fmt: skip
+            torch.testing.assert_close(fused.reshape(x.shape), block(x), atol=1e-6, rtol=1e-5)
+
+
+def test_the_patch_is_for_the_export_only_and_only_for_blocks_it_computes():
+    from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+
+    forward = MixtralSparseMoeBlock.forward
+    gelu = _model("mixtral", hidden_act="gelu")  # another activation: transformers' graph
+    onx, _, _ = _export_and_check(gelu)
+    assert not _moe_nodes(onx)
+    assert MixtralSparseMoeBlock.forward is forward
+    model = _model("mixtral")
+    program = torch.export.export(Logits(model), (torch.randint(0, 128, (2, 7)),))
+    assert moe.KEY not in {str(n.target) for n in program.graph.nodes}  # user's own export: unpatched
+    assert not _moe_nodes(tonnx.to_onnx(program))
