@@ -80,7 +80,7 @@ def test_eager_experts_export(name):
     model = _model(name)
     onx = tonnx.to_onnx(
         model, kwargs=_inputs(2, 8), dynamic_shapes=DYNAMIC,
-        dispatcher=tonnx.Dispatcher(packs=["no:transformers"]),
+        dispatcher=tonnx.Dispatcher(packs=["no:transformers", "no:ortcontrib"]),
     )
     assert not [n.op_type for n in onx.graph.node if n.domain == "transformers"]
     session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
