@@ -58,10 +58,6 @@ def moe(case: str):
         )  # fmt: skip
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() == 3:  # the experts' weights are allocated uninitialized
-                param.normal_(0.0, param.shape[-1] ** -0.5)
     return LogitsOnly(model), (torch.randint(0, 1000, (2, 32)),)
 
 

@@ -18,6 +18,7 @@ from hypothesis import given
 from tonnx_ortcontrib import moe
 
 import tonnx
+from tests.bench.bench_export import LogitsOnly
 from tonnx.testing import check_model, run_reference
 
 COVERS = {"tonnx_ortcontrib::softmax_topk_moe.default"}
@@ -82,25 +83,11 @@ def _model(name: str, **overrides):
             decoder_sparse_step=1, mlp_only_layers=[], **overrides,
         )  # fmt: skip
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() == 3:  # the experts' weights are allocated uninitialized
-                param.normal_(0.0, param.shape[-1] ** -0.5)
-    return model
-
-
-class Logits(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids=input_ids, use_cache=False).logits
+    return transformers.AutoModelForCausalLM.from_config(config).eval()
 
 
 def _export_and_check(model, dispatcher=None):
-    wrapped = Logits(model)
+    wrapped = LogitsOnly(model)
     ids = torch.randint(0, 128, (2, 7), generator=torch.Generator().manual_seed(1))
     kwargs = {} if dispatcher is None else {"dispatcher": dispatcher}
     onx = tonnx.to_onnx(wrapped, (ids,), dynamic_shapes=({0: "batch", 1: "seq"},), **kwargs)
@@ -155,7 +142,7 @@ def test_the_patch_is_for_the_export_only_and_only_for_blocks_it_computes():
     assert not _moe_nodes(onx)
     assert MixtralSparseMoeBlock.forward is forward
     model = _model("mixtral")
-    program = torch.export.export(Logits(model), (torch.randint(0, 128, (2, 7)),))
+    program = torch.export.export(LogitsOnly(model), (torch.randint(0, 128, (2, 7)),))
     assert moe.KEY not in {str(n.target) for n in program.graph.nodes}  # user's own export: unpatched
     assert not _moe_nodes(tonnx.to_onnx(program))
 
