@@ -1,4 +1,4 @@
-"""Mixtral / Qwen3-MoE expert blocks -> com.microsoft.MoE, against torch eager.
+"""Mixtral / Qwen3-MoE / OLMoE expert blocks -> com.microsoft.MoE, against torch eager.
 
 The pack's op ``tonnx_ortcontrib::softmax_topk_moe`` is checked alone (hypothesis: sizes,
 top-k, renormalization, both gate/up layouts) in onnxruntime and in onnx's reference
@@ -77,6 +77,8 @@ COMMON = dict(
 def _model(name: str, **overrides):
     if name == "mixtral":
         config = transformers.MixtralConfig(**COMMON, intermediate_size=128, num_local_experts=4, **overrides)
+    elif name == "olmoe":
+        config = transformers.OlmoeConfig(**COMMON, intermediate_size=32, num_experts=4, **overrides)
     else:
         config = transformers.Qwen3MoeConfig(
             **COMMON, intermediate_size=128, moe_intermediate_size=32, num_experts=4, head_dim=16,
@@ -102,7 +104,10 @@ def _export_and_check(model, dispatcher=None):
 
 @pytest.mark.parametrize(
     "name, overrides",
-    [("mixtral", {}), ("qwen3_moe", {"norm_topk_prob": True}), ("qwen3_moe", {"norm_topk_prob": False})],
+    [
+        ("mixtral", {}), ("qwen3_moe", {"norm_topk_prob": True}), ("qwen3_moe", {"norm_topk_prob": False}),
+        ("olmoe", {"norm_topk_prob": False}),
+    ],
 )
 def test_models_with_one_moe_node_per_layer(name, overrides):
     model = _model(name, **overrides)

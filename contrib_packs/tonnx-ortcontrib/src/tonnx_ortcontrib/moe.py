@@ -1,6 +1,6 @@
 """transformers' sparse mixture-of-experts blocks as one onnxruntime ``com.microsoft.MoE``.
 
-A Mixtral or Qwen3-MoE block is a softmax router (top-k, renormalized or not) and SiLU-gated
+A Mixtral, Qwen3-MoE or OLMoE block is a softmax router (top-k, renormalized or not) and SiLU-gated
 experts; torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
 un-permutation) into some sixty nodes. onnxruntime's ``MoE`` kernel does the routing and the
 experts in one node, 1.7-6.5x faster on CPU (bench/bench_moe_fused.py of tonnx-transformers).
@@ -113,11 +113,13 @@ def _fused_forward(original):
     return forward
 
 
-#: module of each patched block class, and the class (Mixtral: always renormalized;
-#: Qwen3-MoE: when ``norm_topk_prob``)
+#: module of each patched block class, and the class: its forward is router then experts
+#: and nothing else, its router softmax, top-k, renormalized (Mixtral: always; Qwen3-MoE and
+#: OLMoE: when ``norm_topk_prob``)
 _BLOCKS = (
     ("transformers.models.mixtral.modeling_mixtral", "MixtralSparseMoeBlock"),
     ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3MoeSparseMoeBlock"),
+    ("transformers.models.olmoe.modeling_olmoe", "OlmoeSparseMoeBlock"),
 )
 
 
