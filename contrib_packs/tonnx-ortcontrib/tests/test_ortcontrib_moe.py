@@ -1,4 +1,4 @@
-"""Mixtral / Qwen3-MoE / OLMoE expert blocks -> com.microsoft.MoE, against torch eager.
+"""Mixtral / Qwen3-MoE / OLMoE / Qwen2-MoE expert blocks -> com.microsoft.MoE, against torch eager.
 
 The pack's op ``tonnx_ortcontrib::softmax_topk_moe`` is checked alone (hypothesis: sizes,
 top-k, renormalization, both gate/up layouts) in onnxruntime and in onnx's reference
@@ -77,6 +77,11 @@ COMMON = dict(
 def _model(name: str, **overrides):
     if name == "mixtral":
         config = transformers.MixtralConfig(**COMMON, intermediate_size=128, num_local_experts=4, **overrides)
+    elif name == "qwen2_moe":
+        config = transformers.Qwen2MoeConfig(
+            **COMMON, intermediate_size=128, moe_intermediate_size=32, shared_expert_intermediate_size=64,
+            num_experts=4, decoder_sparse_step=1, mlp_only_layers=[], **overrides,
+        )  # fmt: skip
     elif name == "olmoe":
         config = transformers.OlmoeConfig(**COMMON, intermediate_size=32, num_experts=4, **overrides)
     else:
@@ -106,7 +111,7 @@ def _export_and_check(model, dispatcher=None):
     "name, overrides",
     [
         ("mixtral", {}), ("qwen3_moe", {"norm_topk_prob": True}), ("qwen3_moe", {"norm_topk_prob": False}),
-        ("olmoe", {"norm_topk_prob": False}),
+        ("olmoe", {"norm_topk_prob": False}), ("qwen2_moe", {}),
     ],
 )
 def test_models_with_one_moe_node_per_layer(name, overrides):
@@ -115,7 +120,7 @@ def test_models_with_one_moe_node_per_layer(name, overrides):
     nodes = _moe_nodes(onx)
     assert len(nodes) == 2
     normalize = {a.name: a.i for a in nodes[0].attribute}["normalize_routing_weights"]
-    assert normalize == int(overrides.get("norm_topk_prob", True))
+    assert normalize == int(getattr(model.config, "norm_topk_prob", True))
     assert "TopK" not in {n.op_type for n in onx.graph.node}
     np.testing.assert_allclose(run_reference(onx, [ids.numpy()])[0], want, atol=1e-4, rtol=1e-4)
 

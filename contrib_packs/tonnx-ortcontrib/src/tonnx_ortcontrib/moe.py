@@ -1,7 +1,8 @@
 """transformers' sparse mixture-of-experts blocks as one onnxruntime ``com.microsoft.MoE``.
 
-A Mixtral, Qwen3-MoE or OLMoE block is a softmax router (top-k, renormalized or not) and SiLU-gated
-experts; torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
+A Mixtral, Qwen3-MoE, OLMoE or Qwen2-MoE block is a softmax router (top-k, renormalized or
+not) and SiLU-gated experts (plus, in Qwen2-MoE, a gated shared expert, left as it is);
+torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
 un-permutation) into some sixty nodes. onnxruntime's ``MoE`` kernel does the routing and the
 experts in one node, 1.7-6.5x faster on CPU (bench/bench_moe_fused.py of tonnx-transformers).
 
@@ -83,7 +84,8 @@ def _routing(block) -> bool | None:
     config = getattr(experts, "config", None)
     if getattr(config, "hidden_act", None) != "silu" or not getattr(experts, "has_gate", False):
         return None
-    if experts.has_bias or experts.is_transposed or experts.has_post_expert_norm or experts._is_expert_parallel:
+    flags = ("has_bias", "is_transposed", "has_post_expert_norm", "_is_expert_parallel")
+    if any(getattr(experts, flag, True) for flag in flags):  # an undecorated class has none
         return None
     from transformers.integrations.moe import _default_apply_gate
 
@@ -95,49 +97,67 @@ def _routing(block) -> bool | None:
     return bool(getattr(gate, "norm_topk_prob", True))
 
 
-def _fused_forward(original):
+def _routed_experts(block, x: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """The block's router and experts on (T, H) tokens, as the pack's op."""
+    logits = torch.nn.functional.linear(x, block.gate.weight)
+    experts = block.experts
+    return softmax_topk_moe(
+        x, logits, experts.gate_up_proj, experts.down_proj, block.gate.top_k, normalize,
+        getattr(experts, "is_concatenated", True),
+    )  # fmt: skip
+
+
+def _plain(self, hidden_states: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """Mixtral's, Qwen3-MoE's, OLMoE's forward: router, experts, nothing else."""
+    batch, length, hidden = hidden_states.shape
+    return _routed_experts(self, hidden_states.reshape(-1, hidden), normalize).reshape(batch, length, hidden)
+
+
+def _with_shared_expert(self, hidden_states: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """Qwen2-MoE's forward: the routed experts plus a sigmoid-gated shared expert."""
+    batch, length, hidden = hidden_states.shape
+    x = hidden_states.view(-1, hidden)
+    shared = self.shared_expert(x)
+    routed = _routed_experts(self, x, normalize)
+    shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
+    return (routed + shared).reshape(batch, length, hidden)
+
+
+def _fused_forward(original, fused):
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         normalize = _routing(self)
         if normalize is None or hidden_states.dtype != torch.float32:
             return original(self, hidden_states)
-        batch, length, hidden = hidden_states.shape
-        x = hidden_states.reshape(-1, hidden)
-        logits = torch.nn.functional.linear(x, self.gate.weight)
-        experts = self.experts
-        y = softmax_topk_moe(
-            x, logits, experts.gate_up_proj, experts.down_proj, self.gate.top_k, normalize,
-            getattr(experts, "is_concatenated", True),
-        )  # fmt: skip
-        return y.reshape(batch, length, hidden)
+        return fused(self, hidden_states, normalize)
 
     return forward
 
 
-#: module of each patched block class, and the class: its forward is router then experts
-#: and nothing else, its router softmax, top-k, renormalized (Mixtral: always; Qwen3-MoE and
-#: OLMoE: when ``norm_topk_prob``)
+#: (module, block class, its forward with the op): blocks whose router is softmax, top-k,
+#: renormalized (Mixtral: always; the others: when ``norm_topk_prob``)
 _BLOCKS = (
-    ("transformers.models.mixtral.modeling_mixtral", "MixtralSparseMoeBlock"),
-    ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3MoeSparseMoeBlock"),
-    ("transformers.models.olmoe.modeling_olmoe", "OlmoeSparseMoeBlock"),
+    ("transformers.models.mixtral.modeling_mixtral", "MixtralSparseMoeBlock", _plain),
+    ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3MoeSparseMoeBlock", _plain),
+    ("transformers.models.olmoe.modeling_olmoe", "OlmoeSparseMoeBlock", _plain),
+    ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock", _with_shared_expert),
 )
 
 
-def _block_classes() -> list[type]:
-    """The blocks whose router is softmax, top-k, then renormalization or not; only those
-    already imported (a model using them imported them): an export never imports
-    transformers."""
-    modules = [(sys.modules.get(module), name) for module, name in _BLOCKS]
-    return [getattr(module, name) for module, name in modules if module is not None and hasattr(module, name)]
+def _block_classes() -> list[tuple[type, object]]:
+    """(class, fused forward) of the blocks of ``_BLOCKS`` already imported (a model using
+    them imported them): an export never imports transformers."""
+    found = [(sys.modules.get(module), name, fused) for module, name, fused in _BLOCKS]
+    return [(getattr(m, name), fused) for m, name, fused in found if m is not None and hasattr(m, name)]
 
 
 @contextlib.contextmanager
 def export_patches() -> Iterator[None]:
     """During the export only: the blocks of :func:`_block_classes` call the fused op."""
-    originals = {cls: cls.__dict__["forward"] for cls in _block_classes()}
+    blocks = _block_classes()
+    originals = {cls: cls.__dict__["forward"] for cls, _ in blocks}
     try:
-        for cls, forward in originals.items():
-            cls.forward = _fused_forward(forward)
+        for cls, fused in blocks:
+            cls.forward = _fused_forward(originals[cls], fused)
         yield
     finally:
         for cls, forward in originals.items():
