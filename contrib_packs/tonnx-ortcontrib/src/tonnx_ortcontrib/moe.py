@@ -92,7 +92,9 @@ def _routing(block) -> bool | None:
     if getattr(type(experts)._apply_gate, "__wrapped__", type(experts)._apply_gate) is not _default_apply_gate:
         return None
     weights = (gate.weight, experts.gate_up_proj, experts.down_proj)
-    if any(w.dtype != torch.float32 for w in weights):
+    # a model on the meta device streams its weights at write time: the interleaved copy
+    # the converter makes would have nothing to read
+    if any(w.dtype != torch.float32 or w.is_meta for w in weights):
         return None
     return bool(getattr(gate, "norm_topk_prob", True))
 
@@ -169,7 +171,8 @@ def export_patches() -> Iterator[None]:
 
 def _interleaved(gate_up: np.ndarray, concatenated: bool) -> np.ndarray:
     """(E, 2I, H) with gate and up rows alternating: onnxruntime's ``swiglu_fusion=1``, the
-    only SwiGLU layout its CPU kernel accepts."""
+    only SwiGLU layout its CPU kernel accepts. A copy: the export holds the experts' gate/up
+    weights twice (the model's, and this one until the model is written)."""
     if not concatenated:
         return gate_up
     inter = gate_up.shape[1] // 2
