@@ -28,25 +28,35 @@ NO_PACK = tonnx.Dispatcher(packs=["no:ortcontrib"])
 class FusedOp(torch.nn.Module):
     """The op alone, weights as parameters (initializers, as in a model)."""
 
-    def __init__(self, gate_up, down, top_k, normalize, concatenated):
+    def __init__(self, gate_up, down, biases, top_k, normalize, concatenated, transposed, gate):
         super().__init__()
         self.gate_up, self.down = torch.nn.Parameter(gate_up), torch.nn.Parameter(down)
-        self.args = (top_k, normalize, concatenated)
+        self.biases = torch.nn.ParameterList(biases)
+        self.args = (top_k, normalize, concatenated, transposed)
+        self.gate = gate  # (alpha, beta, limit)
 
     def forward(self, x, logits):
-        return moe.softmax_topk_moe(x, logits, self.gate_up, self.down, *self.args)
+        biases = list(self.biases) or [None, None]
+        return moe.softmax_topk_moe(x, logits, self.gate_up, self.down, *self.args, *biases, *self.gate)
 
 
 @st.composite
 def calls(draw):
+    """Sizes, top-k, renormalized or not, gate/up concatenated or interleaved, weights as
+    (E, out, in) or transposed, with or without biases, SiLU or GPT-OSS's clamped gate."""
     tokens, hidden = draw(st.integers(2, 9)), draw(st.sampled_from([8, 16]))  # 1 would specialize
     experts, inter = draw(st.integers(2, 5)), draw(st.sampled_from([4, 8]))
-    top_k = draw(st.integers(1, experts))
+    top_k, transposed = draw(st.integers(1, experts)), draw(st.booleans())
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    gate_up = torch.randn(experts, 2 * inter, hidden, generator=gen) / hidden**0.5
+    down = torch.randn(experts, hidden, inter, generator=gen) / inter**0.5
+    if transposed:
+        gate_up, down = gate_up.transpose(1, 2).contiguous(), down.transpose(1, 2).contiguous()
+    biases = [torch.randn(experts, 2 * inter, generator=gen), torch.randn(experts, hidden, generator=gen)]
+    gate = draw(st.sampled_from([(1.0, 0.0, None), (1.702, 1.0, 7.0), (1.702, 1.0, 0.5)]))
     module = FusedOp(
-        torch.randn(experts, 2 * inter, hidden, generator=gen) / hidden**0.5,
-        torch.randn(experts, hidden, inter, generator=gen) / inter**0.5,
-        top_k, draw(st.booleans()), draw(st.booleans()),
+        gate_up, down, biases if draw(st.booleans()) else [], top_k, draw(st.booleans()), draw(st.booleans()),
+        transposed, gate,
     )  # fmt: skip
     return module, (torch.randn(tokens, hidden, generator=gen), 3 * torch.randn(tokens, experts, generator=gen))
 
@@ -82,6 +92,10 @@ def _model(name: str, **overrides):
             **COMMON, intermediate_size=128, moe_intermediate_size=32, shared_expert_intermediate_size=64,
             num_experts=4, decoder_sparse_step=1, mlp_only_layers=[], **overrides,
         )  # fmt: skip
+    elif name == "gpt_oss":  # attention sinks and sliding windows stay with the aten pack
+        config = transformers.GptOssConfig(
+            **COMMON, intermediate_size=32, num_local_experts=4, head_dim=16, sliding_window=4, **overrides
+        )
     elif name == "olmoe":
         config = transformers.OlmoeConfig(**COMMON, intermediate_size=32, num_experts=4, **overrides)
     else:
@@ -111,7 +125,7 @@ def _export_and_check(model, dispatcher=None):
     "name, overrides",
     [
         ("mixtral", {}), ("qwen3_moe", {"norm_topk_prob": True}), ("qwen3_moe", {"norm_topk_prob": False}),
-        ("olmoe", {"norm_topk_prob": False}), ("qwen2_moe", {}),
+        ("olmoe", {"norm_topk_prob": False}), ("qwen2_moe", {}), ("gpt_oss", {}),
     ],
 )
 def test_models_with_one_moe_node_per_layer(name, overrides):
@@ -130,17 +144,23 @@ def test_models_with_one_moe_node_per_layer(name, overrides):
 
 
 def test_the_eager_kernel_is_the_block():
-    """The op's eager kernel computes what transformers' block computes (grouped_mm)."""
-    for model in (_model("mixtral"), _model("qwen3_moe", norm_topk_prob=True)):
+    """The op's eager kernel computes what transformers' block computes (grouped_mm), the
+    block's fused forward too (GPT-OSS: its weights scaled up so that the clamp bites)."""
+    gpt_oss = _model("gpt_oss")
+    with torch.no_grad():
+        for param in gpt_oss.model.layers[0].mlp.experts.parameters():
+            param.mul_(50.0)
+    for model in (_model("mixtral"), _model("qwen3_moe", norm_topk_prob=True), gpt_oss):
         block = model.model.layers[0].mlp
         x = torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(3))
-        flat = x.reshape(-1, 64)
+        spec_of, fused_forward = next((spec, fused) for cls, spec, fused in moe._block_classes() if type(block) is cls)
         with torch.no_grad():
-            fused = moe.softmax_topk_moe(
-                flat, torch.nn.functional.linear(flat, block.gate.weight), block.experts.gate_up_proj,
-                block.experts.down_proj, block.gate.top_k, moe._routing(block), True,
-            )  # fmt: skip
-            torch.testing.assert_close(fused.reshape(x.shape), block(x), atol=1e-6, rtol=1e-5)
+            want = block(x)
+            got = fused_forward(block, x, spec_of(block))
+        if isinstance(want, tuple):  # GPT-OSS: (output, router scores)
+            torch.testing.assert_close(got[1], want[1], atol=0, rtol=0)
+            got, want = got[0], want[0]
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 def test_the_patch_is_for_the_export_only_and_only_for_blocks_it_computes():

@@ -4,8 +4,8 @@ Installing it changes the exported graph (priority 200, above the aten pack's 10
 attention becomes ``GroupQueryAttention`` (grouped or not, with or without a KV cache: the
 op then reads ``past_key_values.*`` and writes ``present.*``; the query, key and value
 projections packed into one MatMul, rotary embeddings done inside the op), rotary
-embeddings elsewhere ``RotaryEmbedding``, Mixtral, Qwen3-MoE, OLMoE and Qwen2-MoE expert
-blocks ``MoE`` (an export patch routes them through the pack's op
+embeddings elsewhere ``RotaryEmbedding``, Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE and GPT-OSS
+expert blocks ``MoE`` (an export patch routes them through the pack's op
 ``tonnx_ortcontrib::softmax_topk_moe``, see :mod:`.moe`). A case the fused op does not
 compute exactly as torch is left to the aten pack. ``Dispatcher(packs=["no:ortcontrib"])``
 or ``TONNX_PACKS=no:ortcontrib`` gives the standard-domain graph. :mod:`.reference` runs

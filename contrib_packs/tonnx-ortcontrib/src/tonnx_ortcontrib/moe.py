@@ -1,8 +1,8 @@
 """transformers' sparse mixture-of-experts blocks as one onnxruntime ``com.microsoft.MoE``.
 
-A Mixtral, Qwen3-MoE, OLMoE or Qwen2-MoE block is a softmax router (top-k, renormalized or
-not) and SiLU-gated experts (plus, in Qwen2-MoE, a gated shared expert, left as it is);
-torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
+A Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE or GPT-OSS block is a softmax router (top-k,
+renormalized or not) and SwiGLU experts (plus, in Qwen2-MoE, a gated shared expert, left as
+it is); torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
 un-permutation) into some sixty nodes. onnxruntime's ``MoE`` kernel does the routing and the
 experts in one node, 1.7-6.5x faster on CPU (bench/bench_moe_fused.py of tonnx-transformers).
 
@@ -11,7 +11,7 @@ enabled, ``to_onnx`` enters :func:`export_patches` around ``torch.export``, whic
 block it can prove equivalent through ``tonnx_ortcontrib::softmax_topk_moe`` (a
 ``torch.library`` op: its eager kernel computes what the block computes, its fake kernel lets
 torch.export trace it), and :func:`convert` writes that op as ``MoE``. A block outside those
-conditions (another activation, biases, expert parallelism, not float32, training) keeps
+conditions (another gate, expert parallelism, not float32, meta weights, training) keeps
 transformers' own forward and the standard-domain graph.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -42,11 +42,20 @@ def softmax_topk_moe(
     top_k: int,
     normalize: bool,
     concatenated: bool,
+    transposed: bool = False,
+    gate_up_bias: torch.Tensor | None = None,
+    down_bias: torch.Tensor | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    limit: float | None = None,
 ) -> torch.Tensor:
-    """(T, H) tokens through the top-k of E SiLU-gated experts: ``softmax(router_logits)``,
-    its k largest (divided by their sum if ``normalize``) weight the experts' outputs.
-    ``gate_up`` is (E, 2I, H), gate rows then up rows (``concatenated``) or interleaved;
-    ``down`` is (E, H, I)."""
+    """(T, H) tokens through the top-k of E SwiGLU experts: ``softmax(router_logits)``, its k
+    largest (divided by their sum if ``normalize``) weight the experts' outputs.
+
+    ``gate_up`` is (E, 2I, H) (``transposed``: (E, H, 2I)), gate then up (``concatenated``)
+    or interleaved; ``down`` is (E, H, I) (``transposed``: (E, I, H)). The gate is
+    ``gate * sigmoid(alpha * gate) * (up + beta)``, gate clamped to ``limit`` from above and
+    up to ``[-limit, limit]`` when ``limit`` is given (GPT-OSS)."""
     probs = torch.softmax(router_logits.float(), dim=-1)
     weights, experts = torch.topk(probs, top_k, dim=-1)
     if normalize:
@@ -55,14 +64,18 @@ def softmax_topk_moe(
     out = torch.zeros_like(x)
     for e in range(gate_up.shape[0]):
         rows, slot = torch.where(experts == e)
-        gate, up = _halves(x[rows] @ gate_up[e].T, concatenated)
-        y = (torch.nn.functional.silu(gate) * up) @ down[e].T
+        h = x[rows] @ (gate_up[e] if transposed else gate_up[e].T)
+        if gate_up_bias is not None:
+            h = h + gate_up_bias[e]
+        y = _swiglu(*_halves(h, concatenated), alpha, beta, limit) @ (down[e] if transposed else down[e].T)
+        if down_bias is not None:
+            y = y + down_bias[e]
         out.index_add_(0, rows, y * weights[rows, slot, None])
     return out
 
 
 @softmax_topk_moe.register_fake
-def _(x, router_logits, gate_up, down, top_k, normalize, concatenated):
+def _(x, router_logits, gate_up, down, top_k, normalize, concatenated, *args, **kwargs):
     return torch.empty_like(x)
 
 
@@ -72,94 +85,139 @@ def _halves(gate_up: torch.Tensor, concatenated: bool) -> tuple[torch.Tensor, to
     return gate_up[..., 0::2], gate_up[..., 1::2]
 
 
+def _swiglu(gate, up, alpha: float, beta: float, limit: float | None) -> torch.Tensor:
+    if limit is not None:
+        gate, up = gate.clamp(max=limit), up.clamp(min=-limit, max=limit)
+    if alpha == 1.0 and beta == 0.0:
+        return torch.nn.functional.silu(gate) * up
+    return gate * torch.sigmoid(gate * alpha) * (up + beta)
+
+
 # -- the export patch ----------------------------------------------------------------------
 
 
-def _routing(block) -> bool | None:
-    """Whether the block's router renormalizes its top-k weights; None when the block is
-    not one this op computes exactly."""
-    gate, experts = getattr(block, "gate", None), getattr(block, "experts", None)
-    if gate is None or experts is None or block.training:
+def _experts_layout(experts, *, bias: bool, transposed: bool) -> bool:
+    """True for decorated experts of this layout, on real float32 weights, not sharded."""
+    flags = {"has_bias": bias, "is_transposed": transposed, "has_post_expert_norm": False, "_is_expert_parallel": False}
+    if any(getattr(experts, name, None) is not value for name, value in flags.items()):
+        return False  # an undecorated class has no flags
+    if not getattr(experts, "has_gate", False) or getattr(experts, "training", True):
+        return False
+    names = ("gate_up_proj", "down_proj", *(("gate_up_proj_bias", "down_proj_bias") if bias else ()))
+    # a model on the meta device streams its weights at write time: the interleaved copy
+    # the converter makes would have nothing to read
+    return all(getattr(experts, n).dtype == torch.float32 and not getattr(experts, n).is_meta for n in names)
+
+
+def _silu_spec(block) -> dict | None:
+    """Mixtral / Qwen / OLMoE: ``silu(gate) * up``, no biases, softmax router."""
+    experts = block.experts
+    if getattr(getattr(experts, "config", None), "hidden_act", None) != "silu":
         return None
-    config = getattr(experts, "config", None)
-    if getattr(config, "hidden_act", None) != "silu" or not getattr(experts, "has_gate", False):
-        return None
-    flags = ("has_bias", "is_transposed", "has_post_expert_norm", "_is_expert_parallel")
-    if any(getattr(experts, flag, True) for flag in flags):  # an undecorated class has none
+    if not _experts_layout(experts, bias=False, transposed=False):
         return None
     from transformers.integrations.moe import _default_apply_gate
 
     if getattr(type(experts)._apply_gate, "__wrapped__", type(experts)._apply_gate) is not _default_apply_gate:
         return None
-    weights = (gate.weight, experts.gate_up_proj, experts.down_proj)
-    # a model on the meta device streams its weights at write time: the interleaved copy
-    # the converter makes would have nothing to read
-    if any(w.dtype != torch.float32 or w.is_meta for w in weights):
+    router = block.gate
+    if router.weight.dtype != torch.float32 or router.weight.is_meta:
         return None
-    return bool(getattr(gate, "norm_topk_prob", True))
+    return {
+        "normalize": bool(getattr(router, "norm_topk_prob", True)),
+        "concatenated": getattr(experts, "is_concatenated", True),
+    }
 
 
-def _routed_experts(block, x: torch.Tensor, normalize: bool) -> torch.Tensor:
-    """The block's router and experts on (T, H) tokens, as the pack's op."""
-    logits = torch.nn.functional.linear(x, block.gate.weight)
-    experts = block.experts
+def _gpt_oss_spec(block) -> dict | None:
+    """GPT-OSS: biases, transposed interleaved weights, the clamped SwiGLU of its own
+    ``_apply_gate``; its router's softmax over the top-k logits is the renormalized top-k
+    of the softmax."""
+    from transformers.models.gpt_oss.modeling_gpt_oss import GptOssExperts, GptOssTopKRouter
+
+    experts, router = block.experts, block.router
+    if type(experts) is not GptOssExperts or type(router) is not GptOssTopKRouter:
+        return None  # a subclass may gate or route otherwise
+    if not _experts_layout(experts, bias=True, transposed=True) or getattr(experts, "is_concatenated", True):
+        return None
+    if any(w.dtype != torch.float32 or w.is_meta for w in (router.weight, router.bias)):
+        return None
+    return {
+        "normalize": True, "concatenated": False, "transposed": True, "alpha": float(experts.alpha),
+        "beta": 1.0, "limit": float(experts.limit), "biases": True,
+    }  # fmt: skip
+
+
+def _moe(experts, x: torch.Tensor, logits: torch.Tensor, top_k: int, spec: dict) -> torch.Tensor:
+    biases = (experts.gate_up_proj_bias, experts.down_proj_bias) if spec.get("biases") else (None, None)
     return softmax_topk_moe(
-        x, logits, experts.gate_up_proj, experts.down_proj, block.gate.top_k, normalize,
-        getattr(experts, "is_concatenated", True),
+        x, logits, experts.gate_up_proj, experts.down_proj, top_k, spec["normalize"], spec["concatenated"],
+        spec.get("transposed", False), *biases, spec.get("alpha", 1.0), spec.get("beta", 0.0), spec.get("limit"),
     )  # fmt: skip
 
 
-def _plain(self, hidden_states: torch.Tensor, normalize: bool) -> torch.Tensor:
+def _plain(self, hidden_states: torch.Tensor, spec: dict) -> torch.Tensor:
     """Mixtral's, Qwen3-MoE's, OLMoE's forward: router, experts, nothing else."""
     batch, length, hidden = hidden_states.shape
-    return _routed_experts(self, hidden_states.reshape(-1, hidden), normalize).reshape(batch, length, hidden)
+    x = hidden_states.reshape(-1, hidden)
+    logits = torch.nn.functional.linear(x, self.gate.weight)
+    return _moe(self.experts, x, logits, self.gate.top_k, spec).reshape(batch, length, hidden)
 
 
-def _with_shared_expert(self, hidden_states: torch.Tensor, normalize: bool) -> torch.Tensor:
+def _with_shared_expert(self, hidden_states: torch.Tensor, spec: dict) -> torch.Tensor:
     """Qwen2-MoE's forward: the routed experts plus a sigmoid-gated shared expert."""
     batch, length, hidden = hidden_states.shape
     x = hidden_states.view(-1, hidden)
     shared = self.shared_expert(x)
-    routed = _routed_experts(self, x, normalize)
+    routed = _moe(self.experts, x, torch.nn.functional.linear(x, self.gate.weight), self.gate.top_k, spec)
     shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
     return (routed + shared).reshape(batch, length, hidden)
 
 
-def _fused_forward(original, fused):
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        normalize = _routing(self)
-        if normalize is None or hidden_states.dtype != torch.float32:
+def _gpt_oss(self, hidden_states: torch.Tensor, spec: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """GPT-OSS's forward: (output, the router's scores), as its block returns them."""
+    batch, length, hidden = hidden_states.shape
+    x = hidden_states.reshape(-1, hidden)
+    logits, scores, _ = self.router(x)
+    return _moe(self.experts, x, logits, self.router.top_k, spec).reshape(batch, length, hidden), scores
+
+
+def _fused_forward(original, spec_of: Callable, fused: Callable):
+    def forward(self, hidden_states: torch.Tensor):
+        spec = None if self.training or hidden_states.dtype != torch.float32 else spec_of(self)
+        if spec is None:
             return original(self, hidden_states)
-        return fused(self, hidden_states, normalize)
+        return fused(self, hidden_states, spec)
 
     return forward
 
 
-#: (module, block class, its forward with the op): blocks whose router is softmax, top-k,
-#: renormalized (Mixtral: always; the others: when ``norm_topk_prob``)
+#: (module, block class, what proves the block computable, its forward with the op); the
+#: routers are softmax, top-k, renormalized (Mixtral, GPT-OSS: always; the others: when
+#: ``norm_topk_prob``)
 _BLOCKS = (
-    ("transformers.models.mixtral.modeling_mixtral", "MixtralSparseMoeBlock", _plain),
-    ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3MoeSparseMoeBlock", _plain),
-    ("transformers.models.olmoe.modeling_olmoe", "OlmoeSparseMoeBlock", _plain),
-    ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock", _with_shared_expert),
+    ("transformers.models.mixtral.modeling_mixtral", "MixtralSparseMoeBlock", _silu_spec, _plain),
+    ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3MoeSparseMoeBlock", _silu_spec, _plain),
+    ("transformers.models.olmoe.modeling_olmoe", "OlmoeSparseMoeBlock", _silu_spec, _plain),
+    ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock", _silu_spec, _with_shared_expert),
+    ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOssMLP", _gpt_oss_spec, _gpt_oss),
 )
 
-
-def _block_classes() -> list[tuple[type, object]]:
-    """(class, fused forward) of the blocks of ``_BLOCKS`` already imported (a model using
-    them imported them): an export never imports transformers."""
-    found = [(sys.modules.get(module), name, fused) for module, name, fused in _BLOCKS]
-    return [(getattr(m, name), fused) for m, name, fused in found if m is not None and hasattr(m, name)]
+def _block_classes() -> list[tuple[type, Callable, Callable]]:
+    """(class, spec, fused forward) of the blocks of ``_BLOCKS`` already imported (a model
+    using them imported them): an export never imports transformers."""
+    found = [(sys.modules.get(module), name, spec, fused) for module, name, spec, fused in _BLOCKS]
+    return [(getattr(m, name), spec, fused) for m, name, spec, fused in found if m is not None and hasattr(m, name)]
 
 
 @contextlib.contextmanager
 def export_patches() -> Iterator[None]:
     """During the export only: the blocks of :func:`_block_classes` call the fused op."""
     blocks = _block_classes()
-    originals = {cls: cls.__dict__["forward"] for cls, _ in blocks}
+    originals = {cls: cls.__dict__["forward"] for cls, _, _ in blocks}
     try:
-        for cls, fused in blocks:
-            cls.forward = _fused_forward(originals[cls], fused)
+        for cls, spec, fused in blocks:
+            cls.forward = _fused_forward(originals[cls], spec, fused)
         yield
     finally:
         for cls, forward in originals.items():
@@ -170,9 +228,8 @@ def export_patches() -> Iterator[None]:
 
 
 def _interleaved(gate_up: np.ndarray, concatenated: bool) -> np.ndarray:
-    """(E, 2I, H) with gate and up rows alternating: onnxruntime's ``swiglu_fusion=1``, the
-    only SwiGLU layout its CPU kernel accepts. A copy: the export holds the experts' gate/up
-    weights twice (the model's, and this one until the model is written)."""
+    """Gate and up rows alternating along axis 1 ((E, 2I, H) weights, (E, 2I) biases):
+    onnxruntime's ``swiglu_fusion=1``, the only SwiGLU layout its CPU kernel accepts."""
     if not concatenated:
         return gate_up
     inter = gate_up.shape[1] // 2
@@ -182,18 +239,32 @@ def _interleaved(gate_up: np.ndarray, concatenated: bool) -> np.ndarray:
 
 
 # tonnx_ortcontrib::softmax_topk_moe
-def convert(g, sts, outputs, x, router_logits, gate_up, down, top_k, normalize, concatenated):
-    "softmax_topk_moe(Tensor x, Tensor router_logits, Tensor gate_up, Tensor down, int top_k, bool normalize, bool concatenated) -> Tensor"
-    if not (g.is_constant(gate_up) and g.is_constant(down)):
+def convert(
+    g, sts, outputs, x, router_logits, gate_up, down, top_k, normalize, concatenated,
+    transposed=False, gate_up_bias=None, down_bias=None, alpha=1.0, beta=0.0, limit=None,
+):  # fmt: skip
+    "softmax_topk_moe(Tensor x, Tensor router_logits, Tensor gate_up, Tensor down, int top_k, bool normalize, bool concatenated, bool transposed=False, Tensor? gate_up_bias=None, Tensor? down_bias=None, float alpha=1., float beta=0., float? limit=None) -> Tensor"
+    weights = [w for w in (gate_up, down, gate_up_bias, down_bias) if w is not None]
+    if not all(g.is_constant(w) for w in weights):
         raise UnsupportedError(
             f"{OP}: onnxruntime's MoE needs the experts' weights as initializers; these are "
             "computed in the graph. Block the pack (packs=['no:ortcontrib']) for this model."
         )
-    fc1 = g.make_initializer("", _interleaved(g.get_constant(gate_up), concatenated), dedup=False)
+    # copies (the export holds the experts' weights twice until the model is written)
+    fc1 = g.get_constant(gate_up)
+    fc1 = _interleaved(fc1.transpose(0, 2, 1) if transposed else fc1, concatenated)
+    inputs = [x, router_logits, g.make_initializer("", np.ascontiguousarray(fc1), dedup=False), "", down, ""]
+    if transposed:
+        inputs[4] = g.make_initializer("", np.ascontiguousarray(g.get_constant(down).transpose(0, 2, 1)), dedup=False)
+    if gate_up_bias is not None:
+        inputs[3] = g.make_initializer("", _interleaved(g.get_constant(gate_up_bias), concatenated), dedup=False)
+    if down_bias is not None:
+        inputs[5] = down_bias
+    attributes = {"swiglu_limit": float(limit)} if limit is not None else {}
     out = g.make_node(
-        "MoE", [x, router_logits, fc1, "", down], outputs, domain=MS_DOMAIN, k=int(top_k),
-        activation_type="swiglu", swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0,
-        normalize_routing_weights=int(normalize),
+        "MoE", inputs, outputs, domain=MS_DOMAIN, k=int(top_k), activation_type="swiglu", swiglu_fusion=1,
+        activation_alpha=float(alpha), activation_beta=float(beta), normalize_routing_weights=int(normalize),
+        **attributes,
     )  # fmt: skip
     g.set_type(out, TensorProto.FLOAT)
     g.set_shape(out, g.get_shape(x))
@@ -201,7 +272,7 @@ def convert(g, sts, outputs, x, router_logits, gate_up, down, top_k, normalize, 
 
 
 def _fits(node) -> bool:
-    """float32 tokens and router logits (the patch emits nothing else)."""
+    """float32 tokens, router logits and weights (the patch emits nothing else)."""
     values = [a.meta.get("val") for a in node.args[:4]]
     return all(getattr(v, "dtype", None) == torch.float32 for v in values)
 

@@ -34,11 +34,8 @@ _GQA_OFF = {
     "smooth_softmax": (-1, 0), "sliding_window_cache": (0,), "k_quant_type": ("NONE",),
     "v_quant_type": ("NONE",),
 }  # fmt: skip
-# the SwiGLU the pack emits (interleaved, silu(gate) * up); the other attributes at their off value
-_MOE_OFF = {
-    "activation_type": ("swiglu",), "swiglu_fusion": (1,), "activation_alpha": (1.0,),
-    "activation_beta": (0.0,), "use_sparse_mixer": (0,), "swiglu_limit": (None,),
-}  # fmt: skip
+# the SwiGLU the pack emits (interleaved); the other attributes at their off value
+_MOE_OFF = {"activation_type": ("swiglu",), "swiglu_fusion": (1,), "use_sparse_mixer": (0,)}
 _ROTARY_OFF = {"interleaved": (0,), "rotary_embedding_dim": (0,), "is_packed_batching": (0,), "scale": (1.0,)}
 
 
@@ -270,21 +267,26 @@ class GroupQueryAttention(OpRun):
 class MoE(OpRun):
     """``com.microsoft.MoE`` as the pack emits it: (T, H) tokens, (T, E) router logits,
     softmax then top-``k`` (renormalized with ``normalize_routing_weights``), experts
-    ``down @ (silu(gate) * up)`` with gate and up rows interleaved in ``fc1`` (E, 2I, H)
-    (``swiglu_fusion=1``, ``activation_alpha=1``, ``activation_beta=0``), no biases."""
+    ``fc2 @ swiglu(fc1 @ x + fc1_bias) + fc2_bias`` with gate and up rows interleaved in
+    ``fc1`` (E, 2I, H) (``swiglu_fusion=1``), ``swiglu = gate * sigmoid(alpha * gate) *
+    (up + beta)``, gate clamped to ``swiglu_limit`` from above and up to ``[-limit, limit]``
+    when it is set."""
 
     op_domain = MS_DOMAIN
     op_schema = None
 
-    def _run(self, x, router_probs, fc1, fc1_bias=None, fc2=None, *rest, **attributes):
+    def _run(self, x, router_probs, fc1, fc1_bias=None, fc2=None, fc2_bias=None, *rest, **attributes):
         op = "MoE"
-        _check_attributes(op, attributes, {"k", "normalize_routing_weights"}, _MOE_OFF)
-        if fc1_bias is not None or any(r is not None for r in rest):
-            raise _unsupported(op, "expert biases or a third weight")
+        used = {"k", "normalize_routing_weights", "activation_alpha", "activation_beta", "swiglu_limit"}
+        _check_attributes(op, attributes, used, _MOE_OFF)
+        if any(r is not None for r in rest):
+            raise _unsupported(op, "a third weight or quantization inputs")
         for name, value in (("input", x), ("router_probs", router_probs), ("fc1", fc1), ("fc2", fc2)):
             _check_float32(op, name, value)
-        logits = router_probs
-        probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        alpha = 1.0 if attributes.get("activation_alpha") is None else attributes["activation_alpha"]
+        beta = 0.0 if attributes.get("activation_beta") is None else attributes["activation_beta"]
+        limit = attributes.get("swiglu_limit")
+        probs = np.exp(router_probs - router_probs.max(axis=-1, keepdims=True))
         probs /= probs.sum(axis=-1, keepdims=True)
         k = int(attributes["k"])
         experts = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
@@ -295,9 +297,12 @@ class MoE(OpRun):
         for t in range(x.shape[0]):
             for slot in range(k):
                 e = experts[t, slot]
-                h = fc1[e] @ x[t]
+                h = fc1[e] @ x[t] + (0 if fc1_bias is None else fc1_bias[e])
                 gate, up = h[0::2], h[1::2]
-                out[t] += weights[t, slot] * (fc2[e] @ (gate / (1 + np.exp(-gate)) * up))
+                if limit is not None:
+                    gate, up = np.minimum(gate, limit), np.clip(up, -limit, limit)
+                y = fc2[e] @ (gate / (1 + np.exp(-alpha * gate)) * (up + beta))
+                out[t] += weights[t, slot] * (y + (0 if fc2_bias is None else fc2_bias[e]))
         return (out.astype(np.float32),)
 
 
