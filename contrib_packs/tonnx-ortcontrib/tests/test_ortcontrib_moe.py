@@ -214,3 +214,22 @@ def test_mixtral_decode_steps_with_the_cache():
         want = [out.logits] + [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
         for got, expected in zip(session.run(None, feeds), want):
             np.testing.assert_allclose(got, expected.numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_a_router_of_the_users_keeps_the_standard_graph():
+    """A router subclass defined elsewhere may route otherwise: the block is not patched."""
+    from transformers.models.mixtral.modeling_mixtral import MixtralTopKRouter
+
+    class SigmoidRouter(MixtralTopKRouter):
+        def forward(self, hidden_states):
+            logits = torch.nn.functional.linear(hidden_states, self.weight)
+            weights, indices = torch.topk(torch.sigmoid(logits), self.top_k, dim=-1)
+            return logits, weights, indices
+
+    model = _model("mixtral")
+    for layer in model.model.layers:
+        router = SigmoidRouter(model.config)
+        router.load_state_dict(layer.mlp.gate.state_dict())
+        layer.mlp.gate = router.eval()
+    onx, _, _ = _export_and_check(model)
+    assert not _moe_nodes(onx)

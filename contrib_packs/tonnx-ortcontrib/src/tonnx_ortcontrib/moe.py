@@ -109,9 +109,17 @@ def _experts_layout(experts, *, bias: bool, transposed: bool) -> bool:
     return all(getattr(experts, n).dtype == torch.float32 and not getattr(experts, n).is_meta for n in names)
 
 
+def _own_parts(block, *parts) -> bool:
+    """True when the router and experts are the classes of the block's own modeling file
+    (a user's subclass may route or gate otherwise)."""
+    return all(type(part).__module__ == type(block).__module__ for part in parts)
+
+
 def _silu_spec(block) -> dict | None:
     """Mixtral / Qwen / OLMoE: ``silu(gate) * up``, no biases, softmax router."""
     experts = block.experts
+    if not _own_parts(block, block.gate, experts) or not type(block.gate).__name__.endswith("TopKRouter"):
+        return None
     if getattr(getattr(experts, "config", None), "hidden_act", None) != "silu":
         return None
     if not _experts_layout(experts, bias=False, transposed=False):
