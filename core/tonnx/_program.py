@@ -1,9 +1,10 @@
 """The two phases of ``to_onnx`` as public functions: capture, then convert.
 
 ``export_program`` runs torch.export (with tonnx's ``dynamic_shapes`` forms: a string names
-a dimension) and returns the ``ExportedProgram``, which can be inspected, saved, or
-changed before ``convert`` turns it into ONNX. ``to_onnx(model, ...)`` is exactly
-``convert(export_program(model, ...), ...)``. The torch.compile backends and
+a dimension, and the export patches of the packs the dispatcher enables) and returns the
+``ExportedProgram``, which can be inspected, saved, or changed before ``convert`` turns it
+into ONNX. ``to_onnx(model, ..., dispatcher=d)`` is exactly
+``convert(export_program(model, ..., dispatcher=d), ..., dispatcher=d)``. The torch.compile backends and
 ``tonnx.testing`` use these two.
 """
 
@@ -23,18 +24,23 @@ def export_program(
     *,
     dynamic_shapes: Any = None,
     strict: bool = False,
+    dispatcher: Any = None,
 ):
     """Phase 1: ``torch.export.export`` of ``model``; returns the ``ExportedProgram``.
 
     ``dynamic_shapes`` accepts what :func:`tonnx.to_onnx` accepts; the dimension names
     given as strings travel with the program (in ``graph_module.meta``), so
-    :func:`tonnx.convert` names the ONNX dimensions after them.
+    :func:`tonnx.convert` names the ONNX dimensions after them. The export patches of the
+    packs ``dispatcher`` enables (the installed ones by default) apply, as in ``to_onnx``.
     Raises :class:`tonnx.ExportFailedError` when torch.export cannot trace the model.
     """
+    from ._export import _pack_export_patches
     from ._export import export_program as capture
+    from ._patches import export_patches
 
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    ep, names = capture(model, args, dict(kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
+    with export_patches(), _pack_export_patches(model, dispatcher, DEFAULT_OPSET):
+        ep, names = capture(model, args, dict(kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
     ep.graph_module.meta[DIM_NAMES] = dict(names)
     return ep
 

@@ -189,7 +189,9 @@ def check_model(
 
     kwargs = dict(kwargs or {})
     dynamic_shapes = to_onnx_kwargs.pop("dynamic_shapes", None)
-    ep = export_program(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes)
+    ep = export_program(
+        model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, dispatcher=to_onnx_kwargs.get("dispatcher")
+    )
     missing = set(expect_ops) - op_keys(ep)
     if missing:
         raise AssertionError(f"{sorted(missing)} not in the exported program: {sorted(op_keys(ep))}")

@@ -57,6 +57,16 @@ def test_patches_are_entered_around_the_export_of_a_module_only():
     assert _run(onx, x).tolist() == (x * 2).tolist()
 
 
+def test_export_program_applies_them_as_to_onnx_does():
+    """to_onnx(model, dispatcher=d) == convert(export_program(model, dispatcher=d), dispatcher=d)."""
+    log: list = []
+    dispatcher = tonnx.Dispatcher(extra_packs=[_patching_pack("tripler", log)])
+    x = torch.arange(4.0)
+    ep = tonnx.export_program(Doubler(), (x,), dispatcher=dispatcher)
+    assert log == ["enter", "exit"]
+    assert _run(tonnx.convert(ep, dispatcher=dispatcher), x).tolist() == (x * 3).tolist()
+
+
 def test_a_blocked_pack_patches_nothing():
     log: list = []
     pack = _patching_pack("tripler", log)
