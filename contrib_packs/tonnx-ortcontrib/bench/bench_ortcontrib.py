@@ -7,8 +7,8 @@
 Cases: the Llama 4-layer benchmark config of tests/bench/bench_export.py (batch 2 x 32
 tokens, no mask), Llama, Mistral, BERT and GPT2 from the model list
 (tests/models/transformer_models.py, batch 2 x 12 tokens, left padding in one row), and a
-4-layer Mixtral, Qwen3-MoE and GPT-OSS at the Llama config's sizes (8 experts, top-2, batch
-2 x 32: their expert blocks become ``MoE``). Each
+4-layer Mixtral, Qwen3-MoE, GPT-OSS and DeepSeek-V3 at the Llama config's sizes (8 experts,
+top-2, batch 2 x 32: their expert blocks become ``MoE``). Each
 model is exported twice, with the installed packs (``ortcontrib`` on, priority 200) and with
 ``Dispatcher(packs=["no:ortcontrib"])`` (the aten pack's standard-domain graph). Both graphs
 run side by side in fresh onnxruntime-only processes, in turns of 20 ms of consecutive runs
@@ -38,12 +38,13 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, ROOT)
 
-CASES = ("llama4", "llama", "mistral", "bert", "gpt2", "mixtral4", "qwen3moe4", "gptoss4")
+CASES = ("llama4", "llama", "mistral", "bert", "gpt2", "mixtral4", "qwen3moe4", "gptoss4", "deepseek4")
 
 
 def moe(case: str):
-    """A 4-layer Mixtral, Qwen3-MoE or GPT-OSS at the Llama benchmark's sizes (hidden 256, 4
-    heads, 2 kv heads, vocab 1000), 8 experts of intermediate 512, top-2, batch 2 x 32 tokens."""
+    """A 4-layer Mixtral, Qwen3-MoE, GPT-OSS or DeepSeek-V3 at the Llama benchmark's sizes
+    (hidden 256, 4 heads, 2 kv heads, vocab 1000), 8 experts of intermediate 512, top-2,
+    batch 2 x 32 tokens."""
     import transformers
 
     from tests.bench.bench_export import LLAMA, LogitsOnly
@@ -51,6 +52,12 @@ def moe(case: str):
     common = {**LLAMA, "num_hidden_layers": 4, "num_experts_per_tok": 2}
     if case == "mixtral4":
         config = transformers.MixtralConfig(**common, num_local_experts=8)
+    elif case == "deepseek4":  # layer 0 dense, 1-3 MoE with a shared expert; latent attention
+        config = transformers.DeepseekV3Config(
+            **{**common, "num_key_value_heads": 4}, moe_intermediate_size=512, n_routed_experts=8,
+            n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1, q_lora_rank=64,
+            kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=32, v_head_dim=64,
+        )  # fmt: skip
     elif case == "gptoss4":  # attention sinks: GPT-OSS's attention stays standard-domain
         config = transformers.GptOssConfig(**common, num_local_experts=8, head_dim=64, sliding_window=128)
     else:
@@ -69,7 +76,7 @@ def build(case: str):
 
     if case == "llama4":
         return bench_export.llama(4)
-    if case in ("mixtral4", "qwen3moe4", "gptoss4"):
+    if case in ("mixtral4", "qwen3moe4", "gptoss4", "deepseek4"):
         return moe(case)
     return getattr(transformer_models, case)()
 

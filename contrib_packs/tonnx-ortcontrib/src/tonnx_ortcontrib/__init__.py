@@ -4,9 +4,9 @@ Installing it changes the exported graph (priority 200, above the aten pack's 10
 attention becomes ``GroupQueryAttention`` (grouped or not, with or without a KV cache: the
 op then reads ``past_key_values.*`` and writes ``present.*``; the query, key and value
 projections packed into one MatMul, rotary embeddings done inside the op), rotary
-embeddings elsewhere ``RotaryEmbedding``, Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE and GPT-OSS
-expert blocks ``MoE`` (an export patch routes them through the pack's op
-``tonnx_ortcontrib::softmax_topk_moe``, see :mod:`.moe`). A case the fused op does not
+embeddings elsewhere ``RotaryEmbedding``, Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, GPT-OSS
+and DeepSeek-V3 expert blocks ``MoE`` (an export patch routes them through the pack's ops
+``tonnx_ortcontrib::softmax_topk_moe`` / ``routed_moe``, see :mod:`.moe`). A case the fused op does not
 compute exactly as torch is left to the aten pack. ``Dispatcher(packs=["no:ortcontrib"])``
 or ``TONNX_PACKS=no:ortcontrib`` gives the standard-domain graph. :mod:`.reference` runs
 the emitted ops in onnx's reference evaluator (``tonnx.testing.run_reference``).

@@ -2,7 +2,7 @@
 
 A Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE or GPT-OSS block is a softmax router (top-k,
 renormalized or not) and SwiGLU experts (plus, in Qwen2-MoE, a gated shared expert, left as
-it is); torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
+it is); DeepSeek-V3's router is its own (sigmoid, group-limited top-k), its weights positive; torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
 un-permutation) into some sixty nodes. onnxruntime's ``MoE`` kernel does the routing and the
 experts in one node, 1.7-6.5x faster on CPU (bench/bench_moe_fused.py of tonnx-transformers).
 
@@ -10,7 +10,10 @@ A converter sees one op, not a block, so the pack gives the block one op: while 
 enabled, ``to_onnx`` enters :func:`export_patches` around ``torch.export``, which routes every
 block it can prove equivalent through ``tonnx_ortcontrib::softmax_topk_moe`` (a
 ``torch.library`` op: its eager kernel computes what the block computes, its fake kernel lets
-torch.export trace it), and :func:`convert` writes that op as ``MoE``. A block outside those
+torch.export trace it), and :func:`convert` writes that op as ``MoE``. A router onnxruntime
+does not have (DeepSeek-V3's) stays in the graph: ``tonnx_ortcontrib::routed_moe`` takes its
+choice, and :func:`convert_routed` gives ``MoE`` the chosen experts' log-weights (the others
+-inf), whose softmax is each weight over their sum, and multiplies the sum back. A block outside those
 conditions (another gate, expert parallelism, not float32, meta weights, training) keeps
 transformers' own forward and the standard-domain graph.
 """
@@ -93,6 +96,36 @@ def _swiglu(gate, up, alpha: float, beta: float, limit: float | None) -> torch.T
     return gate * torch.sigmoid(gate * alpha) * (up + beta)
 
 
+ROUTED = "tonnx_ortcontrib::routed_moe"
+ROUTED_KEY = f"{ROUTED}.default"
+
+
+@torch.library.custom_op(ROUTED, mutates_args=())
+def routed_moe(
+    x: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up: torch.Tensor,
+    down: torch.Tensor,
+    concatenated: bool,
+) -> torch.Tensor:
+    """(T, H) tokens through the SiLU-gated experts a router chose: token t goes to experts
+    ``top_k_index[t]`` weighted by ``top_k_weights[t]`` (positive: the block's router says
+    so). ``gate_up`` is (E, 2I, H), ``down`` (E, H, I)."""
+    out = torch.zeros_like(x)
+    for e in range(gate_up.shape[0]):
+        rows, slot = torch.where(top_k_index == e)
+        gate, up = _halves(x[rows] @ gate_up[e].T, concatenated)
+        y = (torch.nn.functional.silu(gate) * up) @ down[e].T
+        out.index_add_(0, rows, y * top_k_weights[rows, slot, None])
+    return out
+
+
+@routed_moe.register_fake
+def _(x, top_k_index, top_k_weights, gate_up, down, concatenated):
+    return torch.empty_like(x)
+
+
 # -- the export patch ----------------------------------------------------------------------
 
 
@@ -115,26 +148,42 @@ def _own_parts(block, *parts) -> bool:
     return all(type(part).__module__ == type(block).__module__ for part in parts)
 
 
-def _silu_spec(block) -> dict | None:
-    """Mixtral / Qwen / OLMoE: ``silu(gate) * up``, no biases, softmax router."""
-    experts = block.experts
-    if not _own_parts(block, block.gate, experts) or not type(block.gate).__name__.endswith("TopKRouter"):
-        return None
+def _silu_experts(experts) -> bool:
+    """``silu(gate) * up`` experts without biases, transformers' default gate."""
     if getattr(getattr(experts, "config", None), "hidden_act", None) != "silu":
-        return None
+        return False
     if not _experts_layout(experts, bias=False, transposed=False):
-        return None
+        return False
     from transformers.integrations.moe import _default_apply_gate
 
-    if getattr(type(experts)._apply_gate, "__wrapped__", type(experts)._apply_gate) is not _default_apply_gate:
+    gate = type(experts)._apply_gate
+    return getattr(gate, "__wrapped__", gate) is _default_apply_gate
+
+
+def _silu_spec(block) -> dict | None:
+    """Mixtral / Qwen / OLMoE: SiLU experts, softmax router."""
+    experts, router = block.experts, block.gate
+    if not _own_parts(block, router, experts) or not type(router).__name__.endswith("TopKRouter"):
         return None
-    router = block.gate
-    if router.weight.dtype != torch.float32 or router.weight.is_meta:
+    if not _silu_experts(experts) or router.weight.dtype != torch.float32 or router.weight.is_meta:
         return None
     return {
         "normalize": bool(getattr(router, "norm_topk_prob", True)),
         "concatenated": getattr(experts, "is_concatenated", True),
     }
+
+
+def _deepseek_spec(block) -> dict | None:
+    """DeepSeek-V3: SiLU experts; its router (sigmoid scores, group-limited top-k, scaled by
+    a positive factor) gives positive weights, which :func:`routed_moe` needs."""
+    experts, router = block.experts, block.gate
+    if not _own_parts(block, router, experts) or type(router).__name__ != "DeepseekV3TopkRouter":
+        return None
+    if not _silu_experts(experts) or not router.routed_scaling_factor > 0:
+        return None
+    if router.weight.is_meta:
+        return None
+    return {"concatenated": getattr(experts, "is_concatenated", True)}
 
 
 def _gpt_oss_spec(block) -> dict | None:
@@ -190,6 +239,16 @@ def _gpt_oss(self, hidden_states: torch.Tensor, spec: dict) -> tuple[torch.Tenso
     return _moe(self.experts, x, logits, self.router.top_k, spec).reshape(batch, length, hidden), scores
 
 
+def _deepseek(self, hidden_states: torch.Tensor, spec: dict) -> torch.Tensor:
+    """DeepSeek-V3's forward: its router, the routed experts as one op, the shared experts."""
+    residuals, shape = hidden_states, hidden_states.shape
+    _, weights, indices = self.gate(hidden_states)
+    x = hidden_states.view(-1, hidden_states.shape[-1])
+    experts = self.experts
+    routed = routed_moe(x, indices, weights, experts.gate_up_proj, experts.down_proj, spec["concatenated"])
+    return routed.view(*shape) + self.shared_experts(residuals)
+
+
 def _fused_forward(original, spec_of: Callable, fused: Callable):
     def forward(self, hidden_states: torch.Tensor):
         spec = None if self.training or hidden_states.dtype != torch.float32 else spec_of(self)
@@ -209,6 +268,7 @@ _BLOCKS = (
     ("transformers.models.olmoe.modeling_olmoe", "OlmoeSparseMoeBlock", _silu_spec, _plain),
     ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock", _silu_spec, _with_shared_expert),
     ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOssMLP", _gpt_oss_spec, _gpt_oss),
+    ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3MoE", _deepseek_spec, _deepseek),
 )
 
 def _block_classes() -> list[tuple[type, Callable, Callable]]:
@@ -279,10 +339,48 @@ def convert(
     return out
 
 
+#: the smallest normal float32: log() of a weight clamped to it is finite
+_TINY = np.finfo(np.float32).tiny
+
+
+# tonnx_ortcontrib::routed_moe
+def convert_routed(g, sts, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated):
+    "routed_moe(Tensor x, Tensor top_k_index, Tensor top_k_weights, Tensor gate_up, Tensor down, bool concatenated) -> Tensor"
+    if not (g.is_constant(gate_up) and g.is_constant(down)):
+        raise UnsupportedError(
+            f"{ROUTED}: onnxruntime's MoE needs the experts' weights as initializers; these are "
+            "computed in the graph. Block the pack (packs=['no:ortcontrib']) for this model."
+        )
+    # onnxruntime's MoE routes by softmax over its router input: the chosen experts get
+    # log(weight), the others -inf, and softmax gives weight / sum; the sum multiplies back
+    experts, top_k = g.get_shape(gate_up)[0], g.get_shape(top_k_index)[1]
+    rows = g.op.Concat(g.op.Shape(x, start=0, end=1), np.array([experts], dtype=np.int64), axis=0)
+    masked = g.op.Expand(np.array(-np.inf, dtype=np.float32), rows)
+    logs = g.op.Log(g.op.Max(top_k_weights, np.array(_TINY, dtype=np.float32)))
+    logits = g.op.ScatterElements(masked, top_k_index, logs, axis=1)
+    fc1 = g.make_initializer("", _interleaved(g.get_constant(gate_up), concatenated), dedup=False)
+    moe = g.make_node(
+        "MoE", [x, logits, fc1, "", down], 1, domain=MS_DOMAIN, k=int(top_k), activation_type="swiglu",
+        swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0, normalize_routing_weights=0,
+    )  # fmt: skip
+    g.set_type(moe, TensorProto.FLOAT)
+    g.set_shape(moe, g.get_shape(x))
+    total = g.op.ReduceSum(top_k_weights, np.array([1], dtype=np.int64), keepdims=1)
+    return g.op.Mul(moe, total, outputs=outputs)
+
+
+def _fits_routed(node) -> bool:
+    """float32 tokens, weights and experts, a static top-k."""
+    values = [a.meta.get("val") for a in node.args[:5]]
+    if not all(hasattr(v, "dtype") for v in values) or type(values[1].shape[1]) is not int:
+        return False
+    return all(v.dtype == torch.float32 for i, v in enumerate(values) if i != 1)
+
+
 def _fits(node) -> bool:
     """float32 tokens, router logits and weights (the patch emits nothing else)."""
     values = [a.meta.get("val") for a in node.args[:4]]
     return all(getattr(v, "dtype", None) == torch.float32 for v in values)
 
 
-CONVERTERS = (Converter(KEY, convert, applies=_fits),)
+CONVERTERS = (Converter(KEY, convert, applies=_fits), Converter(ROUTED_KEY, convert_routed, applies=_fits_routed))
