@@ -63,7 +63,12 @@ def softmax_topk_moe(
     weights, experts = torch.topk(probs, top_k, dim=-1)
     if normalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
-    weights = weights.to(x.dtype)
+    layout = (concatenated, transposed, gate_up_bias, down_bias, alpha, beta, limit)
+    return _mixture(x, experts, weights.to(x.dtype), gate_up, down, *layout)
+
+
+def _mixture(x, experts, weights, gate_up, down, concatenated, transposed, gate_up_bias, down_bias, alpha, beta, limit):
+    """Each token through its ``experts``, outputs summed with their ``weights``."""
     out = torch.zeros_like(x)
     for e in range(gate_up.shape[0]):
         rows, slot = torch.where(experts == e)
@@ -112,13 +117,7 @@ def routed_moe(
     """(T, H) tokens through the SiLU-gated experts a router chose: token t goes to experts
     ``top_k_index[t]`` weighted by ``top_k_weights[t]`` (positive: the block's router says
     so). ``gate_up`` is (E, 2I, H), ``down`` (E, H, I)."""
-    out = torch.zeros_like(x)
-    for e in range(gate_up.shape[0]):
-        rows, slot = torch.where(top_k_index == e)
-        gate, up = _halves(x[rows] @ gate_up[e].T, concatenated)
-        y = (torch.nn.functional.silu(gate) * up) @ down[e].T
-        out.index_add_(0, rows, y * top_k_weights[rows, slot, None])
-    return out
+    return _mixture(x, top_k_index, top_k_weights, gate_up, down, concatenated, False, None, None, 1.0, 0.0, None)
 
 
 @routed_moe.register_fake
