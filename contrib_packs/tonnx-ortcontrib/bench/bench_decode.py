@@ -4,6 +4,7 @@ graph onnxruntime-genai's model builder writes, same weights, side by side in on
     pip install ./contrib_packs/tonnx-ortcontrib onnxruntime-genai
     python contrib_packs/tonnx-ortcontrib/bench/bench_decode.py                 # both cases
     python contrib_packs/tonnx-ortcontrib/bench/bench_decode.py --cases 1x128 --rounds 3
+    python contrib_packs/tonnx-ortcontrib/bench/bench_decode.py --model mixtral   # MoE, no builder
 
 The model is tests/bench/bench_kv_cache.py's 4-layer Llama (hidden 256, 4 heads, 2 kv heads,
 vocab 1000). tonnx exports it once per dispatcher, called with a ``DynamicCache`` (example:
@@ -12,7 +13,8 @@ batch 2, 3 new tokens, 8 cached; dynamic batch, sequence and cache lengths):
 installed packs (ortcontrib: attention with the cache as ``GroupQueryAttention``). The
 model, saved with ``save_pretrained`` beside a small word-level tokenizer (the builder
 loads one), goes through ``python -m onnxruntime_genai.models.builder -i DIR -o OUT -p fp32
--e cpu``. A case ``BxP`` is one new token for a batch of B after P cached tokens.
+-e cpu``. ``--model mixtral``: the same with each MLP a mixture of 8 such experts, top-2
+(ortcontrib: ``GroupQueryAttention`` and ``MoE``), aten and ortcontrib only. A case ``BxP`` is one new token for a batch of B after P cached tokens.
 
 Each graph is checked against torch on the decode step (logits and presents), without
 padding and, for B > 1, with left padding (row i has 2i padded positions: the builder's
@@ -55,6 +57,19 @@ DYNAMIC = {
     "position_ids": {0: "batch", 1: "seq"},
     "past_key_values": {0: "batch", 2: "past"},
 }
+
+
+def mixtral(layers: int):
+    """bench_kv_cache.py's Llama with each MLP a mixture of 8 experts of the same size, top-2."""
+    import transformers
+
+    config = transformers.MixtralConfig(
+        hidden_size=256, intermediate_size=512, num_hidden_layers=layers, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=1000, max_position_embeddings=1024, num_local_experts=8,
+        num_experts_per_tok=2, attn_implementation="sdpa",
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(config).eval()
 
 
 def load_average() -> str:
@@ -204,8 +219,9 @@ def one_round(paths: dict, feeds_path: str, threads: int, round_index: int) -> d
 def summary(rounds: list[dict]) -> tuple[dict, dict]:
     ms = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     ratios = {
-        "ortcontrib/aten": statistics.median(r["ortcontrib"] / r["aten"] for r in rounds),
-        "ortcontrib/genai": statistics.median(r["ortcontrib"] / r["genai"] for r in rounds),
+        f"ortcontrib/{other}": statistics.median(r["ortcontrib"] / r[other] for r in rounds)
+        for other in ("aten", "genai")
+        if other in rounds[0]
     }
     return ms, ratios
 
@@ -226,16 +242,16 @@ def bench_case(model, paths: dict, case: str, rounds: int, folder: str) -> None:
     feeds_path = os.path.join(folder, f"feeds_{case}.npz")
     np.savez(feeds_path, **feeds)
     print(f"\n### batch {batch}, past {past}, 1 new token (load average before: {load_average()})\n")
-    print("| threads | ORT ms aten | ORT ms ortcontrib | ORT ms genai builder | ortcontrib / aten | ortcontrib / genai |")
-    print("|---|---|---|---|---|---|")
+    names = [n for n in GRAPHS if n in paths]
+    others = [n for n in names if n != "ortcontrib"]
+    header = " | ".join([*(f"ORT ms {n}" for n in names), *(f"ortcontrib / {n}" for n in others)])
+    print(f"| threads | {header} |")
+    print("|---" * (1 + len(names) + len(others)) + "|")
     for threads, label in ((0, "default"), (1, "1")):
         per_round = [one_round(paths, feeds_path, threads, i) for i in range(rounds)]
         ms, ratios = summary(per_round)
-        print(
-            f"| {label} | {ms['aten']:.3f} | {ms['ortcontrib']:.3f} | {ms['genai']:.3f} | "
-            f"{ratios['ortcontrib/aten']:.2f} | {ratios['ortcontrib/genai']:.2f} |",
-            flush=True,
-        )
+        cells = [*(f"{ms[n]:.3f}" for n in names), *(f"{ratios['ortcontrib/' + n]:.2f}" for n in others)]
+        print(f"| {label} | {' | '.join(cells)} |", flush=True)
     print(f"\nload average after: {load_average()}")
     print("max abs diff vs torch (logits, presents): " + ", ".join(f"{n} {d:.1e}" for n, d in diffs.items()))
     if padded:
@@ -247,6 +263,8 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help="BATCHxPAST, comma-separated")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--model", choices=["llama", "mixtral"], default="llama",
+                        help="mixtral: aten and ortcontrib only (the builder is not run)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
@@ -259,10 +277,11 @@ def main() -> None:
     torch.set_num_threads(1)  # the exports and checks; latency is measured in other processes
     print(describe_machine())
     print(f"load average: {load_average()}, onnxruntime {onnxruntime.__version__}")
-    model = llama(opts.layers)
+    model = llama(opts.layers) if opts.model == "llama" else mixtral(opts.layers)
     with tempfile.TemporaryDirectory() as folder:
         paths = export_tonnx(model, folder)
-        paths["genai"] = build_genai(model, folder)
+        if opts.model == "llama":
+            paths["genai"] = build_genai(model, folder)
         for name, path in paths.items():
             print(f"{name}: {fused_ops(path)}")
         for case in opts.cases.split(","):
