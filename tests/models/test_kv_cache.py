@@ -110,6 +110,30 @@ def _greedy_onnxruntime(sess, config, ids: torch.Tensor, mask: torch.Tensor, ste
     return np.concatenate(tokens, axis=1)
 
 
+def _check_steps(model, sess, cases) -> None:
+    """onnxruntime's logits and presents equal torch's for each (past, batch, seq, padding)."""
+    names = [o.name for o in sess.get_outputs()]
+    for past, batch, seq, padding in cases:
+        inputs = _inputs(model.config, batch, seq, past, padding, seed=past + batch)
+        got = dict(zip(names, sess.run(None, _feeds(inputs))))
+        for key, value in _expected(model, inputs).items():
+            assert got[key].shape == value.shape, (key, past, batch, padding)
+            np.testing.assert_allclose(got[key], value, atol=ATOL, rtol=1e-4, err_msg=f"{key} {past=} {batch=} {padding}")
+
+
+def _check_greedy(model, sess) -> None:
+    """A greedy loop of 20 tokens in onnxruntime, from an empty cache, equals generate()."""
+    config = model.config
+    ids = torch.randint(0, config.vocab_size, (2, 6), generator=torch.Generator().manual_seed(7))
+    mask = _mask(2, 6, "left")
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False, pad_token_id=0
+        )[:, 6:].numpy()
+    np.testing.assert_array_equal(_greedy_onnxruntime(sess, config, ids, mask, 20), expected)
+
+
 @pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2"])
 def test_causal_lm_with_cache(name):
     model = T.MODELS[name]()[0].model
@@ -125,26 +149,11 @@ def test_causal_lm_with_cache(name):
     assert dims[0] == "batch" and dims[2] == "past + seq", dims
 
     sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    for past, batch, seq, padding in [
+    _check_steps(model, sess, [
         (0, 1, 4, "left"), (0, 3, 4, "right"), (1, 3, 1, "left"), (1, 1, 3, "right"),
         (37, 3, 1, "left"), (37, 3, 2, "right"), (37, 1, 1, "left"),
-    ]:
-        inputs = _inputs(config, batch, seq, past, padding, seed=past + batch)
-        got = dict(zip(names, sess.run(None, _feeds(inputs))))
-        for key, value in _expected(model, inputs).items():
-            assert got[key].shape == value.shape, (key, past, batch, padding)
-            np.testing.assert_allclose(got[key], value, atol=ATOL, rtol=1e-4, err_msg=f"{key} {past=} {batch=} {padding}")
-
-    # a greedy loop of 20 tokens in onnxruntime, from an empty cache, equals generate()
-    ids = torch.randint(0, config.vocab_size, (2, 6), generator=torch.Generator().manual_seed(7))
-    mask = _mask(2, 6, "left")
-    model.generation_config.eos_token_id = None
-    with torch.no_grad():
-        expected = model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False, pad_token_id=0
-        )[:, 6:].numpy()
-    np.testing.assert_array_equal(_greedy_onnxruntime(sess, config, ids, mask, 20), expected)
+    ])  # fmt: skip
+    _check_greedy(model, sess)
 
 
 def test_cache_argument_by_its_new_name():

@@ -14,11 +14,10 @@ import torch
 import tonnx
 from tests.models import transformer_models as T
 from tests.models.test_kv_cache import (
-    ATOL,
     DYNAMIC,
-    _expected,
+    _check_greedy,
+    _check_steps,
     _feeds,
-    _greedy_onnxruntime,
     _inputs,
     _mask,
 )
@@ -53,22 +52,8 @@ def test_causal_lm_with_cache(name):
     onx = _export(model)
     _check_fused(onx, config.num_hidden_layers)
     sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    for past, batch, seq, padding in CASES:
-        inputs = _inputs(config, batch, seq, past, padding, seed=past + batch)
-        got = dict(zip(names, sess.run(None, _feeds(inputs))))
-        for key, value in _expected(model, inputs).items():
-            assert got[key].shape == value.shape, (key, past, batch, padding)
-            np.testing.assert_allclose(got[key], value, atol=ATOL, rtol=1e-4, err_msg=f"{key} {past=} {batch=} {padding}")
-
-    ids = torch.randint(0, config.vocab_size, (2, 6), generator=torch.Generator().manual_seed(7))
-    mask = _mask(2, 6, "left")
-    model.generation_config.eos_token_id = None
-    with torch.no_grad():
-        expected = model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=20, do_sample=False, pad_token_id=0
-        )[:, 6:].numpy()
-    np.testing.assert_array_equal(_greedy_onnxruntime(sess, config, ids, mask, 20), expected)
+    _check_steps(model, sess, CASES)
+    _check_greedy(model, sess)
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])

@@ -19,6 +19,7 @@ from tonnx_ortcontrib import moe
 
 import tonnx
 from tests.bench.bench_export import LogitsOnly
+from tests.models.test_kv_cache import DYNAMIC, _check_steps, _inputs
 from tonnx.testing import check_model, run_reference
 
 COVERS = {"tonnx_ortcontrib::softmax_topk_moe.default", "tonnx_ortcontrib::routed_moe.default"}
@@ -223,43 +224,14 @@ def test_the_patch_is_for_the_export_only_and_only_for_blocks_it_computes():
     assert not _moe_nodes(tonnx.to_onnx(program))
 
 
-def _step(config, batch: int, seq: int, past: int) -> dict:
-    from transformers.cache_utils import DynamicCache
-
-    gen = torch.Generator().manual_seed(past + seq)
-    shape = (batch, config.num_key_value_heads, past, config.hidden_size // config.num_attention_heads)
-    layers = [tuple(torch.randn(*shape, generator=gen) for _ in range(2)) for _ in range(config.num_hidden_layers)]
-    return {
-        "input_ids": torch.randint(0, config.vocab_size, (batch, seq), generator=gen),
-        "attention_mask": torch.ones(batch, past + seq, dtype=torch.int64),
-        "position_ids": torch.arange(past, past + seq).expand(batch, seq).contiguous(),
-        "past_key_values": DynamicCache(layers),
-    }
-
-
 def test_mixtral_decode_steps_with_the_cache():
-    """One export with the KV cache: a prompt and single-token steps, MoE and
+    """One export with the KV cache: prompts and single-token steps, padded or not, MoE and
     GroupQueryAttention per layer, logits and presents as torch's."""
-    import copy
-
     model = _model("mixtral")
-    dynamic = {
-        "input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"},
-        "position_ids": {0: "batch", 1: "seq"}, "past_key_values": {0: "batch", 2: "past"},
-    }  # fmt: skip
-    onx = tonnx.to_onnx(model, kwargs=_step(model.config, 2, 3, 5), dynamic_shapes=dynamic)
+    onx = tonnx.to_onnx(model, kwargs=_inputs(model.config, 2, 3, 5, "left", 0), dynamic_shapes=DYNAMIC)
     assert len(_moe_nodes(onx)) == 2
     session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
-    for batch, seq, past in ((1, 1, 9), (3, 1, 4), (2, 5, 0)):
-        step = _step(model.config, batch, seq, past)
-        feeds = {k: v.numpy() for k, v in step.items() if k != "past_key_values"}
-        for i, layer in enumerate(step["past_key_values"].layers):
-            feeds[f"past_key_values.{i}.key"], feeds[f"past_key_values.{i}.value"] = layer.keys.numpy(), layer.values.numpy()
-        with torch.no_grad():
-            out = model(**copy.deepcopy(step), use_cache=True)
-        want = [out.logits] + [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
-        for got, expected in zip(session.run(None, feeds), want):
-            np.testing.assert_allclose(got, expected.numpy(), atol=1e-4, rtol=1e-4)
+    _check_steps(model, session, [(9, 1, 1, "left"), (4, 3, 1, "left"), (0, 2, 5, "right"), (0, 3, 4, "left")])
 
 
 def test_a_router_of_the_users_keeps_the_standard_graph():
