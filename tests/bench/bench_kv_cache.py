@@ -40,19 +40,22 @@ DYNAMIC = {
 }
 
 
+#: the benchmark decoder's sizes (bench_decode.py builds its Mixtral from them too)
+SIZES = dict(
+    hidden_size=256,
+    intermediate_size=512,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+    max_position_embeddings=1024,
+    attn_implementation="sdpa",
+)
+
+
 def llama(layers: int):
     import transformers
 
-    config = transformers.LlamaConfig(
-        hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=1000,
-        max_position_embeddings=1024,
-        attn_implementation="sdpa",
-    )
+    config = transformers.LlamaConfig(num_hidden_layers=layers, **SIZES)
     torch.manual_seed(0)
     return transformers.LlamaForCausalLM(config).eval()
 

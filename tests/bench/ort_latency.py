@@ -51,19 +51,29 @@ def turn_medians_ms(runs: list, budget_s: float, *, max_turns: int, block_s: flo
     return [statistics.median(t) * 1e3 for t in times]
 
 
+def warm_sessions(model_paths: list[str], feeds: list | dict, threads: int = 0) -> list[tuple]:
+    """``(session, feeds)`` per model, created in order and run 10 times. ``feeds`` is a list
+    (by input position) or a dict (by input name); ``threads`` 0 keeps onnxruntime's default."""
+    runs = []
+    for path in model_paths:
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        inputs = {n: feeds[n] for n in names} if isinstance(feeds, dict) else dict(zip(names, feeds))
+        for _ in range(10):
+            session.run(None, inputs)
+        runs.append((session, inputs))
+    return runs
+
+
 def median_latencies_ms(
     model_paths: list[str], feeds_path: str, budget_s: float = 4.0, max_turns: int = 3000
 ) -> list[float]:
     with np.load(feeds_path) as npz:
         feeds = [npz[f"arr_{i}"] for i in range(len(npz.files))]
-    runs = []
-    for path in model_paths:
-        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-        inputs = dict(zip([i.name for i in session.get_inputs()], feeds))
-        for _ in range(10):
-            session.run(None, inputs)
-        runs.append((session, inputs))
-    return turn_medians_ms(runs, budget_s, max_turns=max_turns)
+    return turn_medians_ms(warm_sessions(model_paths, feeds), budget_s, max_turns=max_turns)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_ortcontrib import BLOCK_S  # noqa: E402  (the same turns)
-from ort_latency import turn_medians_ms  # noqa: E402
+from ort_latency import turn_medians_ms, warm_sessions  # noqa: E402
 
 GRAPHS = ("aten", "ortcontrib", "genai")
 CASES = ("1x128", "4x512")
@@ -62,12 +62,11 @@ DYNAMIC = {
 def mixtral(layers: int):
     """bench_kv_cache.py's Llama with each MLP a mixture of 8 experts of the same size, top-2."""
     import transformers
+    from bench_kv_cache import SIZES
 
     config = transformers.MixtralConfig(
-        hidden_size=256, intermediate_size=512, num_hidden_layers=layers, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=1000, max_position_embeddings=1024, num_local_experts=8,
-        num_experts_per_tok=2, attn_implementation="sdpa",
-    )  # fmt: skip
+        num_hidden_layers=layers, num_local_experts=8, num_experts_per_tok=2, **SIZES
+    )
     torch.manual_seed(0)
     return transformers.AutoModelForCausalLM.from_config(config).eval()
 
@@ -185,21 +184,9 @@ def max_diff(path: str, feeds: dict, want: dict) -> float:
 def child(feeds_path: str, threads: int, paths: list[str], budget_s: float = 4.0) -> list[float]:
     """Median latency (ms) of each model: sessions created in the given order, run in turns
     of ``BLOCK_S`` of consecutive runs, the order flipping every turn."""
-    import onnxruntime
-
     with np.load(feeds_path) as npz:
         feeds = {k: npz[k] for k in npz.files}
-    runs = []
-    for path in paths:
-        options = onnxruntime.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        inputs = {i.name: feeds[i.name] for i in session.get_inputs()}
-        for _ in range(10):
-            session.run(None, inputs)
-        runs.append((session, inputs))
-    return turn_medians_ms(runs, budget_s, max_turns=100000, block_s=BLOCK_S)
+    return turn_medians_ms(warm_sessions(paths, feeds, threads), budget_s, max_turns=100000, block_s=BLOCK_S)
 
 
 def one_round(paths: dict, feeds_path: str, threads: int, round_index: int) -> dict[str, float]:

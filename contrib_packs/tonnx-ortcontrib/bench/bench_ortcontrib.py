@@ -105,23 +105,11 @@ def child_latencies(threads: int, feeds_path: str, paths: list[str], budget_s: f
     """Median latency (ms) of each model, sessions with ``threads`` intra-op threads (0:
     onnxruntime's default), in turns of ``BLOCK_S`` of consecutive runs, the order flipping
     every turn."""
-    import onnxruntime
-
-    from tests.bench.ort_latency import turn_medians_ms
+    from tests.bench.ort_latency import turn_medians_ms, warm_sessions
 
     with np.load(feeds_path) as npz:
         feeds = [npz[f"arr_{i}"] for i in range(len(npz.files))]
-    runs = []
-    for path in paths:
-        options = onnxruntime.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        inputs = dict(zip([i.name for i in session.get_inputs()], feeds))
-        for _ in range(10):
-            session.run(None, inputs)
-        runs.append((session, inputs))
-    return turn_medians_ms(runs, budget_s, max_turns=3000, block_s=BLOCK_S)
+    return turn_medians_ms(warm_sessions(paths, feeds, threads), budget_s, max_turns=3000, block_s=BLOCK_S)
 
 
 def latencies(models: dict, feeds: list, threads: int) -> dict:
