@@ -36,10 +36,9 @@ def export_program(
     """
     from ._export import _pack_export_patches
     from ._export import export_program as capture
-    from ._patches import export_patches
 
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    with export_patches(), _pack_export_patches(model, dispatcher, DEFAULT_OPSET):
+    with _pack_export_patches(model, dispatcher, DEFAULT_OPSET):
         ep, names = capture(model, args, dict(kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
     ep.graph_module.meta[DIM_NAMES] = dict(names)
     return ep

@@ -199,17 +199,14 @@ def _gpt_oss_spec(block) -> dict | None:
     if any(w.dtype != torch.float32 or w.is_meta for w in (router.weight, router.bias)):
         return None
     return {
-        "normalize": True, "concatenated": False, "transposed": True, "alpha": float(experts.alpha),
-        "beta": 1.0, "limit": float(experts.limit), "biases": True,
+        "normalize": True, "concatenated": False, "transposed": True, "gate_up_bias": experts.gate_up_proj_bias,
+        "down_bias": experts.down_proj_bias, "alpha": float(experts.alpha), "beta": 1.0, "limit": float(experts.limit),
     }  # fmt: skip
 
 
 def _moe(experts, x: torch.Tensor, logits: torch.Tensor, top_k: int, spec: dict) -> torch.Tensor:
-    biases = (experts.gate_up_proj_bias, experts.down_proj_bias) if spec.get("biases") else (None, None)
-    return softmax_topk_moe(
-        x, logits, experts.gate_up_proj, experts.down_proj, top_k, spec["normalize"], spec["concatenated"],
-        spec.get("transposed", False), *biases, spec.get("alpha", 1.0), spec.get("beta", 0.0), spec.get("limit"),
-    )  # fmt: skip
+    """The op on the block's experts; ``spec``: the op's keyword arguments for this block."""
+    return softmax_topk_moe(x, logits, experts.gate_up_proj, experts.down_proj, top_k, **spec)
 
 
 def _plain(self, hidden_states: torch.Tensor, spec: dict) -> torch.Tensor:
@@ -244,7 +241,7 @@ def _deepseek(self, hidden_states: torch.Tensor, spec: dict) -> torch.Tensor:
     _, weights, indices = self.gate(hidden_states)
     x = hidden_states.view(-1, hidden_states.shape[-1])
     experts = self.experts
-    routed = routed_moe(x, indices, weights, experts.gate_up_proj, experts.down_proj, spec["concatenated"])
+    routed = routed_moe(x, indices, weights, experts.gate_up_proj, experts.down_proj, **spec)
     return routed.view(*shape) + self.shared_experts(residuals)
 
 
