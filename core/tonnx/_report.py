@@ -105,20 +105,12 @@ class ExportRecord:
 
 
 def write(path: str, record: ExportRecord) -> None:
-    """Writes the markdown report atomically (a temporary file renamed when complete)."""
-    import os
-
+    """Writes the markdown report atomically, as a model file is written (a temporary file
+    renamed when complete, a symlink written through, an existing file's mode kept)."""
     from ._report_md import render
+    from .builder._file_writer import write_file
 
-    text = render(record)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_file(path, render(record).encode("utf-8"), what="report")
 
 
 class recording:

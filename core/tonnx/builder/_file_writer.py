@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -148,13 +149,22 @@ def write_inline(model: ModelProto, streamed: dict[str, Any], f, payload) -> Non
 # -- files --------------------------------------------------------------------------------------
 
 
-class ModelFile:
-    """The files of one model path: temporary names, the data file to use, cleaning."""
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
-    def __init__(self, filename: str):
-        self.filename = os.path.abspath(filename)
+
+class ModelFile:
+    """The files of one model path: temporary names, the data file to use, cleaning.
+
+    A symlink is written through: ``filename`` is its target, and the temporaries and the
+    data file go beside the target (``given`` keeps the path as the user wrote it)."""
+
+    def __init__(self, filename: str, *, what: str = "filename"):
+        self.given = os.path.abspath(filename)
+        self.filename = os.path.realpath(filename)
         self.folder, self.base = os.path.split(self.filename)
         self.token = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.what = what
 
     def path(self, name: str) -> str:
         return os.path.join(self.folder, name)
@@ -162,24 +172,41 @@ class ModelFile:
     def tmp(self, name: str) -> str:
         return self.path(f"{name}{_TMP_MARK}{self.token}")
 
-    def probe(self) -> None:
-        """Creates and removes a temporary file: the path is writable, nothing is left."""
+    def data_paths(self) -> tuple[str, str]:
+        return tuple(self.path(name) for name in data_names(self.base))
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (symlinks resolved) is this model or one of its data files."""
+        return os.path.realpath(path) in (self.filename, *self.data_paths())
+
+    def _error(self, why: str) -> OutputFileError:
+        shown = self.given if self.given == self.filename else f"{self.given} -> {self.filename}"
+        return OutputFileError(f"Cannot write {self.what}={shown!r}: {why}")
+
+    def probe(self, *, data_files: bool = True) -> None:
+        """Checks the path can take a new file without replacing anything but a regular file,
+        then creates and removes a temporary file: the folder is writable, nothing is left."""
         if os.path.isdir(self.filename):
-            raise OutputFileError(f"Cannot write {self.filename!r}: it is a folder.")
+            raise self._error("it is a folder; give a file name in it.")
         if not os.path.isdir(self.folder):
-            raise OutputFileError(
-                f"Cannot write {self.filename!r}: folder {self.folder!r} does not exist."
-            )
+            raise self._error(f"folder {self.folder!r} does not exist; create it first.")
+        for path in (self.filename, *(self.data_paths() if data_files else ())):
+            kind = _special_kind(path, self._error)
+            if kind is not None:
+                name = "it" if path == self.filename else f"its data file {path!r}"
+                raise self._error(
+                    f"{name} is {kind}, not a regular file: tonnx writes a temporary file and "
+                    f"renames it over the path, which would replace it. Give the path of a "
+                    f"regular file or of a new one."
+                )
         if os.path.exists(self.filename) and not os.access(self.filename, os.W_OK):
-            raise OutputFileError(f"Cannot write {self.filename!r}: the file is read-only.")
+            raise self._error("the file is read-only.")
         tmp = self.tmp(self.base)
         try:
             os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
             os.remove(tmp)
         except OSError as e:
-            raise OutputFileError(
-                f"Cannot write {self.filename!r}: folder {self.folder!r} is not writable ({e})."
-            ) from e
+            raise self._error(f"folder {self.folder!r} is not writable ({e}).") from e
 
     def clean_stale(self) -> list[str]:
         """Removes temporaries of this path left by processes that no longer run."""
@@ -215,6 +242,34 @@ class ModelFile:
         for name in data_names(self.base):
             if name != keep and os.path.exists(self.path(name)):
                 _remove(self.path(name))
+
+    def existing_mode(self, *names: str) -> int | None:
+        """Permission bits of the first of ``names`` (in this folder) that exists."""
+        for name in names:
+            try:
+                return stat.S_IMODE(os.stat(self.path(name)).st_mode)
+            except FileNotFoundError:
+                continue
+        return None
+
+
+def _special_kind(path: str, error) -> str | None:
+    """What ``path`` is if it exists and is a FIFO, a device or a socket (renaming a new file
+    over it would replace it), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:  # a symlink loop, a component that is not a folder
+        raise error(f"{path!r} cannot be examined ({e}).") from e
+    return next((kind for test, kind in _KINDS if test(mode)), None)
+
+
+def _replace(tmp: str, path: str, mode: int | None) -> None:
+    """Renames ``tmp`` over ``path``, first giving it ``mode`` (the replaced file's)."""
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
 
 
 def _alive(pid: int) -> bool:
@@ -253,31 +308,39 @@ def referenced_locations(filename: str) -> set[str]:
     }
 
 
-def save(g, filename: str, *, external_data: bool, payload=None) -> ModelProto:
-    """Writes the builder's model to ``filename`` (see the module docstring); returns the
-    model proto, whose large initializers hold no bytes (they went to the file)."""
+def save(g, filename: str, *, external_data: bool, payload=None, return_data: bool = True) -> ModelProto:
+    """Writes the builder's model to ``filename`` (see the module docstring) and returns it.
+
+    The proto returned is whole, what ``onnx.load(filename)`` gives (each initializer's bytes
+    read once more from the tensors), unless ``return_data`` is False and the data went to an
+    external file: its large initializers then reference that file by a name relative to the
+    model's folder, as ``onnx.load(filename, load_external_data=False)`` gives (no copy of the
+    weights in memory, for a model too large to hold twice)."""
     payload = payload or _serialize.default_payload
     files = ModelFile(filename)
+    files.probe()
     files.clean_stale()
     tmp_model = files.tmp(files.base)
     tmp_data = data_path = None
+    model_mode = files.existing_mode(files.base)
     try:
         if external_data:
             location = files.free_data_name()
+            data_mode = files.existing_mode(*(n for n in data_names(files.base) if n != location), files.base)
             data_path, tmp_data = files.path(location), files.tmp(location)
-            writer = _serialize.ExternalDataWriter(tmp_data, location, payload)
-            model = g.to_onnx(external_data=writer)
-            writer.close()
+            sink = _serialize.ExternalDataWriter(tmp_data, location, payload)
+            model = g.to_onnx(external_data=sink)
+            sink.close()
             with open(tmp_model, "wb") as f:
                 f.write(model.SerializeToString())
-            os.replace(tmp_data, data_path)
+            _replace(tmp_data, data_path, data_mode)
         else:
             location = None
-            streamer = _serialize.InlineStreamer()
-            model = g.to_onnx(external_data=streamer)
+            sink = _serialize.InlineStreamer()
+            model = g.to_onnx(external_data=sink)
             with open(tmp_model, "wb") as f:
-                write_inline(model, streamer.values, f, payload)
-        os.replace(tmp_model, files.filename)
+                write_inline(model, sink.values, f, payload)
+        _replace(tmp_model, files.filename, model_mode)
         data_path = None  # referenced now: keep it
         files.remove_unreferenced_data(location)
     except OSError as e:
@@ -286,18 +349,44 @@ def save(g, filename: str, *, external_data: bool, payload=None) -> ModelProto:
         for path in (tmp_model, tmp_data, data_path):
             if path is not None:
                 _remove(path)
+    if return_data or not external_data:
+        fill_data(sink.protos, payload)
     return model
 
 
+def fill_data(tensors, payload) -> None:
+    """Gives each ``(proto, name, value)`` its bytes in ``raw_data`` (no external reference
+    left), one tensor at a time: the proto becomes whole."""
+    load = _load(payload)
+    for proto, name, value in tensors:
+        data = load((name, value))
+        proto.raw_data = bytes(data)
+        del data
+        if proto.data_location == TensorProto.EXTERNAL:
+            proto.data_location = TensorProto.DEFAULT
+            del proto.external_data[:]
+
+
 def write_model(model: ModelProto, filename: str) -> None:
-    """Writes a finished ``model`` to ``filename`` through a temporary file, renamed when
-    complete (the model's own external data, if any, is the caller's)."""
-    files = ModelFile(filename)
+    """Writes a finished ``model`` to ``filename`` (the model's own external data, if any,
+    is the caller's)."""
+    write_file(filename, model.SerializeToString())
+
+
+def write_file(filename: str, data: bytes, *, what: str = "filename") -> None:
+    """Writes ``data`` to ``filename`` through a temporary file renamed when complete: a
+    symlink is written through, an existing file keeps its mode, anything but a regular file
+    is refused."""
+    files = ModelFile(filename, what=what)
+    files.probe(data_files=False)
     files.clean_stale()
     tmp = files.tmp(files.base)
+    mode = files.existing_mode(files.base)
     try:
         with open(tmp, "wb") as f:
-            f.write(model.SerializeToString())
-        os.replace(tmp, files.filename)
+            f.write(data)
+        _replace(tmp, files.filename, mode)
+    except OSError as e:
+        raise OutputFileError(f"Cannot write {what}={filename!r}: {e}") from e
     finally:
         _remove(tmp)

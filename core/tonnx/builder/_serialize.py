@@ -35,6 +35,8 @@ class ExternalDataWriter:
         self._payload = payload or default_payload
         #: (name, value, offset, size) of every tensor to write, in file order
         self.planned: list[tuple[str, Any, int, int]] = []
+        #: (proto, name, value) of each tensor, to give the proto its bytes back
+        self.protos: list[tuple[TensorProto, str, Any]] = []
         self.offset = 0
         self._written = False
 
@@ -45,6 +47,7 @@ class ExternalDataWriter:
         self.offset += (-self.offset) % 4096
         size = nbytes(value)
         self.planned.append((name, value, self.offset, size))
+        self.protos.append((proto, name, value))
         proto.data_location = TensorProto.EXTERNAL
         for key, value_ in (
             ("location", self.location),
@@ -76,12 +79,15 @@ class InlineStreamer:
     def __init__(self):
         #: initializer name -> value whose bytes the file writer appends
         self.values: dict[str, Any] = {}
+        #: (proto, name, value) of each, to give the proto its bytes back
+        self.protos: list[tuple[TensorProto, str, Any]] = []
 
     def takes(self, value) -> bool:
         return not _constants.has_data(value) or nbytes(value) >= EXTERNAL_MIN_BYTES
 
     def add(self, proto: TensorProto, name: str, value) -> None:
         self.values[name] = value
+        self.protos.append((proto, name, value))
 
 
 def nbytes(value) -> int:
