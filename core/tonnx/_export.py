@@ -12,8 +12,12 @@ from ._errors import ExportFailedError, OutputFileError, TonnxError
 from ._keyword_inputs import explicit_keyword_inputs
 from ._patches import export_patches
 
-#: Models whose initializers exceed this are written with external data when saved.
+#: Models whose initializers exceed this are written with external data when saved, and
+#: to_onnx(filename=) then returns a proto referencing the data file instead of holding it.
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
+
+#: protobuf cannot parse a message this large: a model file without external data is smaller.
+PROTOBUF_LIMIT = 2**31
 
 
 #: torch.onnx.export's default opset, so a model exported by either has the same ops.
@@ -76,6 +80,7 @@ def to_onnx(
     filename = os.fspath(filename) if filename is not None else None
     if filename is not None:
         _check_writable(filename)
+    _check_report(report, filename)
     if weights is not None and filename is None:
         raise OutputFileError("weights= streams weights into a file: pass filename= too.")
     opsets = _opsets(target_opset)
@@ -301,23 +306,49 @@ def _drop_unused_domains(g) -> None:
 
 
 def _check_writable(filename: str) -> None:
-    """Fails before torch.export if ``filename`` cannot be written (a probe file is made and
-    removed, so nothing is left on disk)."""
+    """Fails before torch.export if ``filename`` cannot be written or is not a regular file
+    (a probe file is made and removed, so nothing is left on disk); removes the temporaries
+    a killed export to the same path left."""
     from .builder._file_writer import ModelFile
 
-    ModelFile(filename).probe()
+    files = ModelFile(filename)
+    files.probe()
+    files.clean_stale()
+
+
+def _check_report(report, filename: str | None) -> None:
+    """Fails before torch.export if ``report`` cannot be written or would replace the model
+    or its data file (the report is written last, also when the export fails)."""
+    if report is None:
+        return
+    from .builder._file_writer import ModelFile
+
+    report = os.fspath(report)
+    if filename is not None and ModelFile(filename).owns(report):
+        raise OutputFileError(
+            f"report={report!r} is the model {filename!r} or its data file: the report would "
+            f"replace the model. Give the report its own name, e.g. report='report.md'."
+        )
+    ModelFile(report, what="report").probe(data_files=False)
 
 
 def _save(g, filename: str, external_data: bool | None, weights=None):
     from .builder import _file_writer
     from .builder._serialize import nbytes
 
+    total = sum(nbytes(v) for v in g.constants.values())
     if external_data is None:
-        total = sum(nbytes(v) for v in g.constants.values())
         external_data = total > EXTERNAL_DATA_THRESHOLD
+    if not external_data and total >= PROTOBUF_LIMIT:
+        raise OutputFileError(
+            f"The initializers hold {total / 2**30:.2f} GiB, over protobuf's 2 GiB limit for a "
+            f"model in one file: pass external_data=True (or leave it None) to write "
+            f"{filename!r} with a data file."
+        )
     payload = None
     if weights is not None:
         from .builder._weights import SafetensorsWeights
 
         payload = SafetensorsWeights(weights).payload
-    return _file_writer.save(g, filename, external_data=external_data, payload=payload)
+    return _file_writer.save(g, filename, external_data=external_data, payload=payload,
+                             return_data=total <= EXTERNAL_DATA_THRESHOLD)

@@ -66,7 +66,13 @@ def run(args) -> int:
         _error(f"loading {args.target!r} raised (see above); {_target.CONTRACT}.")
         return _codes.USAGE
     from .._errors import TonnxError
+    from .._export import _check_report
 
+    try:  # before the export: a report that cannot be written cannot tell why it failed
+        _check_report(args.report, args.output)
+    except TonnxError as e:
+        _error(f"{type(e).__name__}: {e}")
+        return _codes.of_error(e)
     try:
         onx, record = _export(args, target, dynamic_shapes)
     except TonnxError as e:

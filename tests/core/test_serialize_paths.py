@@ -1,0 +1,235 @@
+"""Issue 21, section 1: what is at ``filename=`` / ``report=`` is never clobbered, and the
+proto ``to_onnx(..., filename=)`` returns is whole (saved anywhere, it runs)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+
+import tonnx
+from tonnx.builder import _file_writer
+
+
+class _Mlp(torch.nn.Module):
+    """Weights of 1 KiB or more (streamed to the file, not held by the proto before the fix)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def _export(filename, **kwargs):
+    torch.manual_seed(0)
+    model, x = _Mlp().eval(), torch.randn(2, 32)
+    onx = tonnx.to_onnx(model, (x,), filename=filename, **kwargs)
+    return onx, model(x).detach().numpy(), x.numpy()
+
+
+def _run(model_or_path, x):
+    sess = onnxruntime.InferenceSession(model_or_path, providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x})[0]
+
+
+@pytest.fixture
+def no_torch_export(monkeypatch):
+    def export_must_not_run(*args, **kwargs):
+        raise AssertionError("torch.export ran before the output paths were checked")
+
+    monkeypatch.setattr(torch.export, "export", export_must_not_run)
+
+
+# -- filename= ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_symlink_is_written_through_to_its_target(tmp_path, external):
+    target = tmp_path / "real.onnx"
+    target.write_bytes(b"old model")
+    link = tmp_path / "m.onnx"
+    link.symlink_to(target.name)
+    _, expected, x = _export(link, external_data=external)
+    assert link.is_symlink() and os.readlink(link) == "real.onnx"
+    names = sorted(os.listdir(tmp_path))
+    assert names == (["m.onnx", "real.onnx", "real.onnx.data"] if external else ["m.onnx", "real.onnx"])
+    np.testing.assert_allclose(_run(str(target), x), expected, atol=1e-5)
+    np.testing.assert_allclose(_run(str(link), x), expected, atol=1e-5)
+
+
+def test_fifo_is_refused_before_torch_export(tmp_path, no_torch_export):
+    fifo = tmp_path / "m.onnx"
+    os.mkfifo(fifo)
+    with pytest.raises(tonnx.OutputFileError, match="it is a FIFO, not a regular file"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ["m.onnx"]
+
+
+def test_symlink_to_a_fifo_is_refused(tmp_path, no_torch_export):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "m.onnx").symlink_to("pipe")
+    with pytest.raises(tonnx.OutputFileError, match="not a regular file"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=tmp_path / "m.onnx")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode)
+
+
+def test_fifo_at_a_data_file_name_is_refused(tmp_path, no_torch_export):
+    os.mkfifo(tmp_path / "m.onnx.data")
+    with pytest.raises(tonnx.OutputFileError, match="m.onnx.data.*not a regular file"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=tmp_path / "m.onnx")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "m.onnx.data").st_mode)
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_existing_files_keep_their_mode(tmp_path, external):
+    path = tmp_path / "m.onnx"
+    _export(path, external_data=external)
+    for name in os.listdir(tmp_path):
+        os.chmod(tmp_path / name, 0o600)
+    _export(path, external_data=external)
+    assert {n: _mode(tmp_path / n) for n in os.listdir(tmp_path)} == {
+        n: 0o600 for n in (["m.onnx", "m.onnx.1.data"] if external else ["m.onnx"])
+    }
+
+
+def test_new_file_gets_the_usual_mode(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        _export(tmp_path / "m.onnx")
+    finally:
+        os.umask(umask)
+    assert _mode(tmp_path / "m.onnx") == 0o644
+
+
+# -- report= --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["the model", "the model via a link", "its data file", "its other data file"])
+def test_report_on_the_model_files_is_refused(tmp_path, no_torch_export, which):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"the previous model")
+    (tmp_path / "link.md").symlink_to("m.onnx")
+    report = {
+        "the model": model,
+        "the model via a link": tmp_path / "link.md",
+        "its data file": tmp_path / "m.onnx.data",
+        "its other data file": tmp_path / "m.onnx.1.data",
+    }[which]
+    with pytest.raises(tonnx.OutputFileError, match="report=.*is the model"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=model, report=report)
+    assert model.read_bytes() == b"the previous model"
+    assert sorted(os.listdir(tmp_path)) == ["link.md", "m.onnx"]
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder", "a FIFO"])
+def test_unwritable_report_is_refused_before_torch_export(tmp_path, no_torch_export, where):
+    if where == "a FIFO":
+        os.mkfifo(tmp_path / "r.md")
+    report = {"missing folder": tmp_path / "no" / "r.md", "a folder": tmp_path,
+              "a FIFO": tmp_path / "r.md"}[where]
+    before = sorted(os.listdir(tmp_path))
+    for filename in (tmp_path / "m.onnx", None):
+        with pytest.raises(tonnx.OutputFileError, match="report="):
+            tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=filename, report=report)
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_report_through_a_symlink_keeps_the_link(tmp_path):
+    (tmp_path / "real.md").write_text("old")
+    (tmp_path / "r.md").symlink_to("real.md")
+    _export(tmp_path / "m.onnx", report=tmp_path / "r.md")
+    assert (tmp_path / "r.md").is_symlink()
+    assert "# tonnx export report: succeeded" in (tmp_path / "real.md").read_text()
+
+
+def test_cli_report_equal_to_output_is_refused(tmp_path, capsys):
+    from tonnx.cli import main
+
+    targets = os.path.join(os.path.dirname(os.path.dirname(__file__)), "cli", "cli_targets.py")
+    out = tmp_path / "m.onnx"
+    out.write_bytes(b"the previous model")
+    code = main(["export", f"{targets}:mlp", "-o", str(out), "--report", str(out), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1, err  # as for any path that cannot be written (docs/cli.md)
+    assert "OutputFileError" in err and "is the model" in err and "report written" not in err
+    assert out.read_bytes() == b"the previous model"
+
+
+# -- the returned proto ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_returned_proto_is_whole(tmp_path, external):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    onx, expected, x = _export(tmp_path / "a" / "m.onnx", external_data=external)
+    assert onx == onnx.load(str(tmp_path / "a" / "m.onnx"))
+    np.testing.assert_allclose(_run(onx.SerializeToString(), x), expected, atol=1e-5)
+    onnx.save(onx, str(tmp_path / "b" / "other.onnx"))
+    np.testing.assert_allclose(_run(str(tmp_path / "b" / "other.onnx"), x), expected, atol=1e-5)
+
+
+def test_above_the_threshold_the_proto_references_the_data_file(tmp_path, monkeypatch):
+    """A model too large to hold twice: the proto is what onnx.load(filename,
+    load_external_data=False) gives, references resolved from filename's folder."""
+    monkeypatch.setattr(tonnx._export, "EXTERNAL_DATA_THRESHOLD", 1024)
+    path = tmp_path / "m.onnx"
+    onx, expected, x = _export(path)
+    assert os.listdir(tmp_path) != ["m.onnx"]  # external data chosen automatically
+    assert onx == onnx.load(str(path), load_external_data=False)
+    big = [t for t in onx.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert big and not any(t.raw_data for t in big)
+    onnx.load_external_data_for_model(onx, str(tmp_path))
+    np.testing.assert_allclose(_run(onx.SerializeToString(), x), expected, atol=1e-5)
+
+
+def test_inline_file_over_protobuf_limit_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(tonnx._export, "PROTOBUF_LIMIT", 1024)
+    with pytest.raises(tonnx.OutputFileError, match="external_data=True"):
+        _export(tmp_path / "m.onnx", external_data=False)
+    assert os.listdir(tmp_path) == []
+
+
+# -- temporaries ----------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temporaries_are_removed_before_the_export_runs(tmp_path, no_torch_export):
+    """A killed export's orphan goes at the start of the next one, even if that one fails."""
+    dead = _dead_pid()
+    orphan = tmp_path / f"m.onnx.data.tmp-tonnx-{dead}-0123abcd"
+    orphan.write_bytes(b"\0" * 4096)
+    with pytest.raises(tonnx.ExportFailedError, match="torch.export ran"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=tmp_path / "m.onnx")
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_writer_resolves_links_for_write_model(tmp_path):
+    """write_model (export_modules_as_functions) shares the same rules."""
+    onx, _, _ = _export(None)
+    (tmp_path / "real.onnx").write_bytes(b"old")
+    os.chmod(tmp_path / "real.onnx", 0o600)
+    (tmp_path / "m.onnx").symlink_to("real.onnx")
+    _file_writer.write_model(onx, str(tmp_path / "m.onnx"))
+    assert (tmp_path / "m.onnx").is_symlink() and _mode(tmp_path / "real.onnx") == 0o600
+    assert onnx.load(str(tmp_path / "real.onnx")) == onx
