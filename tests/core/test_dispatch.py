@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import types
 
+import numpy as np
 import pytest
 import torch
 
@@ -211,9 +212,12 @@ def test_pack_whose_import_fails_is_reported_and_others_load(monkeypatch):
 
 def test_malformed_pack_is_rejected_as_a_whole():
     bad = make_pack("bad", [Converter("aten::relu.default", conv_a), "not a converter"])
-    manager = manager_with(bad)
-    with pytest.raises(PackLoadError, match="bad"):
-        manager.registry(18, tonnx.Dispatcher())
+    with pytest.raises(PackLoadError, match="bad.*no:bad"):
+        manager_with(bad, strict=True).registry(18, tonnx.Dispatcher())
+    manager = manager_with(bad)  # not strict: skipped whole, reported, the export goes on
+    with pytest.warns(PackLoadWarning, match="bad.*no:bad"):
+        registry = manager.registry(18, tonnx.Dispatcher())
+    assert registry.candidates("aten::relu.default") == [] and "bad" in manager.failures
 
 
 def test_autoload_can_be_disabled(monkeypatch):
@@ -261,3 +265,48 @@ def test_converter_for_a_python_callable_in_the_graph():
     manager = manager_with(make_pack("p", [Converter(scale, conv_a)]))
     key = f"{scale.__module__}.{scale.__qualname__}"
     assert winner(manager, key) == ("p", conv_a)
+
+
+def _relu_plus_one(g, sts, outputs, self):
+    return g.op.Add(g.op.Relu(self), np.array(1, dtype=np.float32), outputs=outputs)
+
+
+def test_in_house_converter_of_an_op_covers_its_in_place_form():
+    """nn.ReLU(inplace=True) calls aten::relu_: the user's aten::relu converter converts it
+    (it beats the aten pack's relu_ converter, as a call-site converter beats every pack)."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(inplace=True))
+    x = torch.randn(2, 3)
+    onx = tonnx.to_onnx(model, (x,), dispatcher=tonnx.Dispatcher({"aten::relu.default": _relu_plus_one}))
+    converters = {p.value for n in onx.graph.node for p in n.metadata_props if p.key == "pkg.tonnx.converter"}
+    assert any(c.startswith(f"{INHOUSE_PACK}:") and "_relu_plus_one" in c for c in converters)
+    from tonnx.testing import run_onnxruntime
+
+    np.testing.assert_allclose(run_onnxruntime(onx, [x])[0], model(x).detach().numpy() + 1, atol=1e-6)
+    # its own converter for the in-place form wins over the functional one
+    both = tonnx.Dispatcher({"aten::relu.default": _relu_plus_one, "aten::relu_.default": conv_a})
+    registry = PackManager().registry(18, both)
+    assert registry.resolve("aten::relu_.default", None).converter.function is conv_a
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        ("relu", "'relu' names no op .*did you mean 'aten::relu.default'"),
+        ("torch.relu", "'torch.relu' is a torch function.*did you mean 'aten::relu.default'"),
+        ("torch.nn.functional.gelu", "is a torch function.*did you mean 'aten::gelu.default'"),
+        ("aten::rleu", "aten.rleu does not exist .*did you mean 'aten::relu.default'"),
+    ],
+)
+def test_a_key_naming_no_op_is_refused_with_a_did_you_mean(key, message):
+    with pytest.raises(tonnx.TonnxError, match=message):
+        tonnx.to_onnx(torch.nn.ReLU(), (torch.randn(3),), dispatcher=tonnx.Dispatcher({key: conv_a}))
+
+
+def test_keys_of_python_callables_that_resolve_stay_valid():
+    import operator
+
+    def scale(x):
+        return x * 3
+
+    for key in ("_operator.mul", "math.ceil", "torch.sym_max", operator.mul, scale):
+        assert tonnx.Dispatcher({key: conv_a}).converters[0].function is conv_a

@@ -106,20 +106,11 @@ def normalize_key(text: str) -> str:
 
 
 def check_op_key(key: str) -> str | None:
-    """Why ``key`` names no registered torch op (None when it does, or is not an op key).
+    """Why ``key`` names no registered torch op nor a Python callable found in FX graphs
+    (None when it does), with a did-you-mean.
 
     A typo in an in-house converter's key would otherwise leave it silently unused.
     """
-    if "::" not in key:
-        return None
-    import torch
+    from ._key_check import key_problem
 
-    ns, _, rest = key.partition("::")
-    name, _, overload = rest.partition(".")
-    packet = getattr(getattr(torch.ops, ns, None), name, None) if name else None
-    if packet is None:
-        return f"torch.ops.{ns}.{name} does not exist"
-    if overload and overload not in packet.overloads():
-        names = ", ".join(sorted(packet.overloads())[:8])
-        return f"{ns}::{name} has no overload {overload!r} (it has: {names})"
-    return None
+    return key_problem(key)

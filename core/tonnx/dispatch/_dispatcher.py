@@ -47,6 +47,7 @@ class Dispatcher:
                     f"Dispatcher converters must be Converter records or a mapping "
                     f"target -> function, got {conv!r}."
                 )
+            _check_callable_key(conv)
         fallback = (fallback,) if isinstance(fallback, str) else tuple(fallback)
         if isinstance(packs, str):
             raise TonnxError(f"Dispatcher(packs=...) takes a list of items, got the string {packs!r}.")
@@ -86,6 +87,25 @@ class Dispatcher:
             f"{type(self).__name__}({len(self.converters)} converters, "
             f"fallback={list(self.fallback)}, packs={list(self.packs)}, "
             f"extra_packs={len(self.extra_packs)})"
+        )
+
+
+def _check_callable_key(conv: Converter) -> None:
+    """A key that is no op key (``relu``, ``torch.relu``) must name a Python callable FX
+    graphs hold, or the converter would never be used. (Op keys are checked when the
+    registry is built: a custom op may be registered after the dispatcher is made.)"""
+    key = conv.key
+    if "::" in key:
+        return
+    from ._key_check import key_problem
+
+    problem = key_problem(key, conv.target)
+    if problem:
+        raise TonnxError(
+            f"Dispatcher converter {conv.qualified_name} is registered for {key!r}, but "
+            f"{problem}: it would never be used. Spell an op as 'aten::relu.default', "
+            f"'aten.relu.default' or torch.ops.aten.relu.default (the in-place form "
+            f"'aten::relu_.default' is covered by it too)."
         )
 
 

@@ -58,6 +58,30 @@ class Candidate:
         )
 
 
+def functional_key(key: str) -> str | None:
+    """``aten::relu.default`` for the in-place ``aten::relu_.default`` when torch has that
+    functional overload with the same arguments; None otherwise."""
+    ns, sep, rest = key.partition("::")
+    name, dot, overload = rest.partition(".")
+    if not sep or not dot or not name.endswith("_") or name.endswith("__"):
+        return None
+    import torch
+
+    def schema(op: str):
+        packet = getattr(getattr(torch.ops, ns, None), op, None)
+        if packet is None or overload not in packet.overloads():
+            return None
+        return getattr(packet, overload)._schema
+
+    inplace, functional = schema(name), schema(name[:-1])
+    if inplace is None or functional is None or not inplace.is_mutable or functional.is_mutable:
+        return None
+    names = [(a.name, str(a.type)) for a in inplace.arguments]
+    if names != [(a.name, str(a.type)) for a in functional.arguments]:
+        return None
+    return f"{ns}::{name[:-1]}.{overload}"
+
+
 def _conflict(tied: list[Candidate], key: str, where: str) -> ConverterConflictError:
     packs = sorted({c.pack for c in tied})
     listing = "\n".join(f"  {c.describe()}" for c in tied)
@@ -89,17 +113,31 @@ class Registry:
         self._ordered: dict[str, tuple[Candidate, ...]] = {}
 
     def candidates(self, key: str) -> tuple[Candidate, ...]:
-        """Candidates for an overload key (its packet's converters merged), best first."""
+        """Candidates for an overload key (its packet's converters merged), best first.
+
+        An in-place overload (``aten::relu_.default``) the dispatcher's converters do not
+        name takes theirs for its functional form (``aten::relu.default``): the
+        interpreter rebinds the written tensor to the result, so one converter is exact
+        for both, as the packs register it.
+        """
         found = self._ordered.get(key)
         if found is None:
-            merged = list(self._by_key.get(key, ()))
-            packet = packet_key(key)
-            if packet is not None:
-                merged.extend(self._by_key.get(packet, ()))
-                merged.sort(key=lambda c: c.rank, reverse=True)
+            merged = self._for_key(key)
+            if not any(c.pack == INHOUSE_PACK for c in merged):
+                functional = functional_key(key)
+                if functional is not None:
+                    merged.extend(c for c in self._for_key(functional) if c.pack == INHOUSE_PACK)
+            merged.sort(key=lambda c: c.rank, reverse=True)
             found = tuple(merged)
             self._ordered[key] = found
         return found
+
+    def _for_key(self, key: str) -> list[Candidate]:
+        merged = list(self._by_key.get(key, ()))
+        packet = packet_key(key)
+        if packet is not None:
+            merged.extend(self._by_key.get(packet, ()))
+        return merged
 
     def resolve(self, key: str, node: Any, *, complex: bool = False) -> Candidate | None:
         """The winning candidate for ``node`` (predicates evaluated), None if none applies.
