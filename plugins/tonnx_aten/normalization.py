@@ -116,41 +116,36 @@ class _BatchStats:
     def channel(self, g, stat: str) -> str:
         return g.op.Squeeze(stat, self.axes)
 
-    def updated(self, g, running: str, stat: str, momentum: float, unbiased: bool) -> str:
-        """(1 - momentum) * running + momentum * stat (the variance made unbiased)."""
-        stat = self.channel(g, stat)
-        if unbiased:
-            per_channel = g.op.Div(g.op.Size(self.x), g.op.Shape(self.x, start=1, end=2))
-            count = g.op.Cast(per_channel, to=g.get_type(stat))
-            one = np.array([1], dtype=numpy_dtype(g.get_type(stat)))
-            stat = g.op.Div(g.op.Mul(stat, count), g.op.Sub(count, one))
-        elem = g.get_type(running)
-        stat = cast(g, stat, elem)
-        kept = g.op.Mul(running, np.array(1 - momentum, dtype=numpy_dtype(elem)))
-        return g.op.Add(kept, g.op.Mul(stat, np.array(momentum, dtype=numpy_dtype(elem))))
 
-
-def _bn_train(g, sts, outputs, input, weight, bias, running_mean, running_var, momentum, eps):
-    """Training-mode batch norm: batch statistics; running stats updated when asked for."""
+def _bn_train(g, sts, outputs, input, weight, bias, eps):
+    """Batch norm with batch statistics (no running statistics to update)."""
     stats = _BatchStats(g, input, eps)
     y = _finish(g, stats.normalized(g, weight, bias), sts.dtypes[0], outputs[:1])
     if len(outputs) == 1:
         return y
     results = [y, _extra(g, sts, outputs, 1, lambda: stats.channel(g, stats.mean))]
     results.append(_extra(g, sts, outputs, 2, lambda: stats.channel(g, stats.rstd)))
-    if len(outputs) > 3:
-        for i, running, stat, unbiased in ((3, running_mean, stats.mean, False), (4, running_var, stats.var, True)):
-            if not outputs[i]:
-                results.append("")
-                continue
-            updated = stats.updated(g, running, stat, momentum, unbiased)
-            results.append(_finish(g, updated, sts.dtypes[i], [outputs[i]]))
     return tuple(results)
+
+
+def _refuse_training(what: str, running_mean, running_var) -> None:
+    """Training mode with running statistics is refused as training-mode dropout is: the
+    model would normalize with each batch's statistics and lose the statistics' update,
+    which is what forgetting model.eval() gives."""
+    if running_mean is not None or running_var is not None:
+        raise UnsupportedError(
+            f"{what} in training mode with running statistics: the exported model would "
+            f"normalize with each batch's statistics instead of the running ones and drop "
+            f"their update; export the model in eval mode (model.eval()). (A norm layer made "
+            f"with track_running_stats=False uses batch statistics in eval mode too and is "
+            f"exported.)"
+        )
 
 
 def _bn(g, sts, outputs, input, weight, bias, running_mean, running_var, training, momentum, eps):
     if training:
-        return _bn_train(g, sts, outputs, input, weight, bias, running_mean, running_var, momentum, eps)
+        _refuse_training(sts.op_name, running_mean, running_var)
+        return _bn_train(g, sts, outputs, input, weight, bias, eps)
     if running_mean is None or running_var is None:
         raise UnsupportedError("batch_norm in evaluation mode without running statistics")
     y = _finish(g, _bn_eval(g, input, weight, bias, running_mean, running_var, eps), sts.dtypes[0], outputs[:1])
@@ -173,13 +168,6 @@ def aten__native_batch_norm_legit(
     g, sts, outputs, input, weight, bias, running_mean, running_var, training, momentum, eps
 ):
     "_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
-    # the graph keeps this in-place op only when the running stats are fresh intermediates
-    # (the interpreter functionalizes the rest): their update matters if something reads them
-    if training and any(sts.input_read_elsewhere(i) for i in (3, 4)):
-        raise UnsupportedError(
-            "_native_batch_norm_legit in training mode whose running statistics, updated in "
-            "place, are read afterwards"
-        )
     return _bn(g, sts, outputs, input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
@@ -210,15 +198,14 @@ def aten__native_batch_norm_legit_functional(
     g, sts, outputs, input, weight, bias, running_mean, running_var, training, momentum, eps
 ):
     "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"
-    if not training:
-        y = _bn(g, sts, outputs[:3], input, weight, bias, running_mean, running_var, False, momentum, eps)
-        # unchanged statistics, in the dtype torch gives them (float32 for float16 inputs)
-        same = [
-            _finish(g, r, sts.dtypes[i], [o]) if o else ""
-            for i, r, o in zip((3, 4), (running_mean, running_var), outputs[3:])
-        ]
-        return (*y, *same)
-    return _bn(g, sts, outputs, input, weight, bias, running_mean, running_var, True, momentum, eps)
+    # training mode (running statistics updated) is refused by _bn
+    y = _bn(g, sts, outputs[:3], input, weight, bias, running_mean, running_var, training, momentum, eps)
+    # unchanged statistics, in the dtype torch gives them (float32 for float16 inputs)
+    same = [
+        _finish(g, r, sts.dtypes[i], [o]) if o else ""
+        for i, r, o in zip((3, 4), (running_mean, running_var), outputs[3:])
+    ]
+    return (*y, *same)
 
 
 # -- layer, group, instance and RMS normalization -----------------------------------------------
@@ -342,6 +329,7 @@ def aten_instance_norm(
             raise UnsupportedError("instance_norm without input statistics nor running statistics")
         y = _bn_eval(g, input, weight, bias, running_mean, running_var, eps)
         return _finish(g, y, sts.dtype, outputs)
+    _refuse_training(sts.op_name, running_mean, running_var)  # their update would be lost
     compute = _compute_type(g, input, weight, bias)
     x = cast(g, input, compute)
     scale = cast(g, weight, compute) if weight is not None else _filled(g, input, 1, 2, 1, compute)

@@ -92,10 +92,12 @@ def test_batch_norm(case, dtype, mixed, affine, training, eps, seed):
         training = False  # torch needs more than one value per channel to train
     stats_dtype = torch.float32 if mixed and dtype == torch.float16 else dtype
     mean, var, weight, bias = _bn_params(seed, channels, dtype, stats_dtype, affine)
+    if training:  # batch statistics only: with running ones training mode is refused
+        mean = var = None
     x = make(seed, shape, dtype)
     # running statistics are constants here (the module's buffers are parameters/buffers)
     check_op(
-        lambda x: F.batch_norm(x, mean.clone(), var.clone(), weight, bias, training=training, eps=eps),
+        lambda x: F.batch_norm(x, mean, var, weight, bias, training=training, eps=eps),
         [x],
         expect_op="aten::batch_norm.default",
         **checks(dtype),
@@ -133,14 +135,28 @@ class Norm(torch.nn.Module):
     seed=seeds,
 )
 def test_batch_norm_module(case, dtype, affine, training, seed):
-    """BatchNorm1d modules: eval (running stats) and train (batch stats + buffer updates)."""
+    """BatchNorm1d modules: eval (running stats); train mode without running statistics
+    (track_running_stats=False: batch statistics, nothing to update)."""
     shape, channels = case
     shape = (2, *shape[1:])
-    model = Norm(_bn_module(channels, affine, dtype, seed)).train(training)
+    model = Norm(_bn_module(channels, affine, dtype, seed, track=not training)).train(training)
     x = make(seed, shape, dtype)
-    # train mode mutates the buffers: tonnx functionalizes the program (into
-    # _native_batch_norm_legit_functional) before converting
     check_model(model, (x,), expect_ops=["aten::batch_norm.default"], **checks(dtype))
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [torch.nn.BatchNorm1d(3), torch.nn.InstanceNorm1d(3, track_running_stats=True)],
+    ids=["batch_norm", "instance_norm"],
+)
+def test_norm_in_training_mode_with_running_stats_is_refused_as_dropout_is(norm):
+    """Forgetting model.eval(): batch statistics and a lost running-stats update, refused
+    with the same advice as training-mode dropout."""
+    with pytest.raises(tonnx.UnsupportedError, match=r"training mode with running statistics.*model\.eval\(\)"):
+        tonnx.to_onnx(Norm(norm).train(), (torch.rand(2, 3, 4),))
+    with pytest.raises(tonnx.UnsupportedError, match=r"dropout.*training mode.*model\.eval\(\)"):
+        tonnx.to_onnx(torch.nn.Dropout(0.5).train(), (torch.rand(2, 3, 4),))
+    check_model(Norm(norm).eval(), (torch.rand(2, 3, 4),))
 
 
 NATIVE_BN = [
@@ -183,12 +199,16 @@ def test_native_batch_norm(op, case, dtype, affine, seed, training):
         full = fn
         fn = lambda x: [r for i, r in enumerate(full(x)) if i not in (1, 2)]  # noqa: E731
     key = "aten::_native_batch_norm_legit.no_stats" if op == "no_stats" else f"aten::{op}.default"
+    if training and op not in ("no_stats", "_native_batch_norm_legit_no_training"):
+        with pytest.raises(tonnx.UnsupportedError, match=r"training mode with running statistics"):
+            check_op(fn, [x], expect_op=key, **checks(dtype))
+        return
     check_op(fn, [x], expect_op=key, **checks(dtype))
 
 
-def test_in_place_running_stats_read_afterwards_are_functionalized():
-    """Running stats updated in place and read afterwards: the interpreter functionalizes
-    the program, so the updated statistics come out right."""
+def test_in_place_running_stats_read_afterwards_are_refused():
+    """Running stats updated in place and read afterwards: training mode with running
+    statistics is refused, whether the update is read or not."""
 
     class Model(torch.nn.Module):
         def forward(self, x):
@@ -196,7 +216,8 @@ def test_in_place_running_stats_read_afterwards_are_functionalized():
             out = torch.ops.aten._native_batch_norm_legit.default(x, None, None, mean, var, True, 0.1, 1e-5)
             return out[0], mean + 0
 
-    check_model(Model(), (torch.rand(4, 3),), expect_ops=["aten::_native_batch_norm_legit.default"])
+    with pytest.raises(tonnx.UnsupportedError, match=r"training mode with running statistics"):
+        check_model(Model(), (torch.rand(4, 3),), expect_ops=["aten::_native_batch_norm_legit.default"])
 
 
 # -- layer, group, instance, rms ----------------------------------------------------------------
