@@ -58,11 +58,17 @@ def to_onnx(
     - ``optimize``: run the builder's passes (identity removal, folding, dead code).
     - ``validate``: check the converted graph against ONNX's schemas and torch's ranks and
       dtypes before returning it (a ``ConverterOutputError`` names the converter at fault).
-    - ``filename``: also write the model there, atomically; with ``external_data`` (default:
-      when weights exceed 2 GB) large initializers go to ``<filename>.data`` (or
-      ``<filename>.1.data``: the name alternates when overwriting, so a crash never pairs
-      an old model with new data). Weights go from the tensors to the file, never copied;
-      the returned proto then holds no bytes for initializers of 1 KiB or more.
+    - ``filename``: also write the model there, atomically (a temporary file renamed over
+      the path; a symlink is written through, an existing file keeps its mode; anything but
+      a regular file is refused before torch.export). With ``external_data`` (default: when
+      weights exceed 2 GB) initializers of 1 KiB or more go to ``<filename>.data`` or
+      ``<filename>.1.data``: the name alternates on each overwrite, so a crash never pairs
+      an old model with new data, and the other one is removed. Weights go from the tensors
+      to the file without a copy. The proto returned is the model written, weights included
+      (``onnx.save`` it anywhere); above 2 GB its large initializers reference the data file
+      relative to ``filename``'s folder, as ``onnx.load(filename, load_external_data=False)``
+      (one copy of the weights in memory). A killed export's temporaries
+      (``<name>.tmp-tonnx-<pid>-<hex>``) are removed by the next export to the same path.
     - ``weights``: for a model built on the ``meta`` device, the safetensors files (a path,
       a glob or a list) its weights are read from, one tensor at a time, while writing
       ``filename``; tensor names are the model's ``state_dict`` names.
@@ -70,7 +76,8 @@ def to_onnx(
     - ``verbose``: 1 prints the model as :func:`tonnx.pretty` text after the export.
     - ``report``: also write a markdown report there (written on failure too: the failing
       op and its source line, every op lacking a converter and how to enable one; on
-      success the ops each pack converted and the time of each phase).
+      success the ops each pack converted and the time of each phase); checked before
+      torch.export like ``filename`` and never the model or its data file.
     - ``export_modules_as_functions``: ``True`` or a set of module classes: each instance
       becomes a call to an ONNX local function, one function per distinct class and body
       (weights are function inputs); ``inline=True`` inlines them back (a check).
