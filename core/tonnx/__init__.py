@@ -22,9 +22,8 @@ from ._errors import (  # noqa: E402
     UnsupportedError,
 )
 from ._export import to_onnx  # noqa: E402
-from ._patches import export_patches  # noqa: E402
 from ._pretty import pretty  # noqa: E402
-from ._program import convert, export_program  # noqa: E402
+from ._program import convert, export_patches, export_program  # noqa: E402
 from .dispatch import Converter, Dispatcher, PackSpec, hookimpl  # noqa: E402
 
 if TYPE_CHECKING:

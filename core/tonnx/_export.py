@@ -10,7 +10,6 @@ from typing import Any
 from . import _report
 from ._errors import ExportFailedError, OutputFileError, TonnxError
 from ._keyword_inputs import explicit_keyword_inputs
-from ._patches import export_patches
 
 #: Models whose initializers exceed this are written with external data when saved, and
 #: to_onnx(filename=) then returns a proto referencing the data file instead of holding it.
@@ -92,11 +91,12 @@ def to_onnx(
         raise OutputFileError("weights= streams weights into a file: pass filename= too.")
     opsets = _opsets(target_opset)
     record = _report.ExportRecord() if report is not None else None
-    with _report.recording(record, os.fspath(report) if report is not None else None), export_patches():
+    # the packs' patches last until the names are read off the program's pytree specs
+    with _report.recording(record, os.fspath(report) if report is not None else None), \
+            _pack_export_patches(model, dispatcher, opsets[""]):
         if record is not None:
             record.start("export")
-        with _pack_export_patches(model, dispatcher, opsets[""]):
-            ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+        ep, dim_names = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
         onx = convert_program(
             ep,
             dim_names,
@@ -176,8 +176,7 @@ def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, str
         if dynamic_shapes is None:
             return model, dict(model.graph_module.meta.get(DIM_NAMES, {}))
         return model, _dynamic_shapes.program_symbol_names(model, args, kwargs, dynamic_shapes)
-    with export_patches(), explicit_keyword_inputs(model, kwargs):
-        # (export_patches also here for tonnx.export_program, which calls this alone)
+    with explicit_keyword_inputs(model, kwargs):  # callers enter _pack_export_patches
         spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
         ep = _export(model, args, kwargs, spec, strict)
         return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)

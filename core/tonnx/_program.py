@@ -10,8 +10,9 @@ into ONNX. ``to_onnx(model, ..., dispatcher=d)`` is exactly
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._export import DEFAULT_OPSET, DIM_NAMES
@@ -42,6 +43,24 @@ def export_program(
         ep, names = capture(model, args, dict(kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
     ep.graph_module.meta[DIM_NAMES] = dict(names)
     return ep
+
+
+@contextlib.contextmanager
+def export_patches(*, dispatcher: Any = None) -> Iterator[None]:
+    """The export patches of the packs ``dispatcher`` enables (the installed ones by default),
+    for the block: what ``to_onnx`` applies, around your own ``torch.export.export`` call::
+
+        with tonnx.export_patches():
+            ep = torch.export.export(model, (), kwargs={"input_ids": ids,
+                                     "past_key_values": DynamicCache(...)})
+
+    The transformers pack's, for example, make cache classes pytree nodes and run the eager
+    experts loop of mixture-of-experts models over every expert. Nested use is allowed.
+    """
+    from ._export import _pack_export_patches
+
+    with _pack_export_patches(None, dispatcher, DEFAULT_OPSET):
+        yield
 
 
 def convert(

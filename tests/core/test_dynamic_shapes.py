@@ -114,58 +114,6 @@ def test_dynamic_inputs_through_var_keyword():
     np.testing.assert_allclose(got[0], model(x, past=other).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_export_patches_scope():
-    transformers = pytest.importorskip("transformers")
-    from torch.utils import _pytree
-
-    DynamicCache = transformers.cache_utils.DynamicCache
-    assert DynamicCache not in _pytree.SUPPORTED_NODES
-    with tonnx.export_patches():
-        with tonnx.export_patches():  # nested: a no-op
-            assert DynamicCache in _pytree.SUPPORTED_NODES
-        assert DynamicCache in _pytree.SUPPORTED_NODES
-        cache = DynamicCache([(torch.randn(2, 2, 3, 4), torch.randn(2, 2, 3, 4))])
-        leaves, spec = _pytree.tree_flatten(cache)
-        assert len(leaves) == 2
-        rebuilt = _pytree.tree_unflatten(leaves, spec)
-        assert rebuilt.layers[0].keys is leaves[0] and rebuilt.get_seq_length() == 3
-    assert DynamicCache not in _pytree.SUPPORTED_NODES
-
-
-def test_export_patches_set_aside_another_registration():
-    """transformers' registration (whose unflatten lifts a constant) is restored on exit."""
-    transformers = pytest.importorskip("transformers")
-    from torch.utils import _pytree
-
-    DynamicCache = transformers.cache_utils.DynamicCache
-    from transformers.integrations.executorch import register_dynamic_cache_export_support
-
-    register_dynamic_cache_export_support()
-    try:
-        theirs = _pytree.SUPPORTED_NODES[DynamicCache].flatten_fn
-        with tonnx.export_patches():
-            assert _pytree.SUPPORTED_NODES[DynamicCache].flatten_fn is not theirs
-        assert _pytree.SUPPORTED_NODES[DynamicCache].flatten_fn is theirs
-    finally:
-        _pytree._deregister_pytree_node(DynamicCache)
-
-
-class CacheUser(torch.nn.Module):
-    def forward(self, x, cache):
-        k, v = cache.update(x, x, 0)
-        return k.sum() + v.sum()
-
-
-def test_no_lifted_constant_from_the_cache():
-    """torch.onnx fails on transformers' registration: 'Constant tensor lifted_tensor_N is not
-    in the constants dictionary'; tonnx's rebuilds the cache without torch.tensor([])."""
-    transformers = pytest.importorskip("transformers")
-    cache = transformers.cache_utils.DynamicCache([(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))])
-    with tonnx.export_patches():
-        ep = torch.export.export(CacheUser(), (torch.randn(1, 2, 1, 4), cache))
-    assert not ep.constants
-
-
 class CacheBranch(torch.nn.Module):
     def forward(self, x, cache):
         keys = cache.layers[0].keys

@@ -1,10 +1,10 @@
 """Mixture-of-experts decoders with ``experts_implementation="eager"`` (issue 13, part 2).
 
 transformers' eager experts loop (``for expert_idx in expert_hit``) stops torch.export with
-``GuardOnDataDependentSymNode ... Eq(u0, 0)``; ``tonnx.export_patches()`` (which ``to_onnx``
-applies) runs it over every expert during the export. No converter pack is needed: the
-graph has no ``transformers::`` op (the default implementation's ``grouped_mm_fallback`` is
-the contrib pack's business).
+``GuardOnDataDependentSymNode ... Eq(u0, 0)``; the transformers pack's export patches (which
+``to_onnx`` and ``tonnx.export_patches()`` apply) run it over every expert during the export.
+The graph has no ``transformers::`` op (the default implementation's ``grouped_mm_fallback``
+is converted by the same pack, tests/transformers_pack).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 import tonnx
-from tonnx._patches import _eager_experts_forward
+from tonnx_transformers.eager_experts import eager_experts_forward as _eager_experts_forward
 
 transformers = pytest.importorskip("transformers")
 from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS  # noqa: E402

@@ -91,7 +91,7 @@ def run(args) -> int:
 
 def _export(args, target, dynamic_shapes):
     from .. import Dispatcher
-    from .._export import _check_writable, _opsets, convert_program, export_program
+    from .._export import _check_writable, _opsets, _pack_export_patches, convert_program, export_program
     from .._report import ExportRecord, recording
     from ._progress import Progress
 
@@ -102,15 +102,17 @@ def _export(args, target, dynamic_shapes):
     record = ExportRecord()
     with Progress(record, enabled=False if args.quiet else None), recording(record, args.report):
         _check_writable(output)
-        record.start("export")
-        ep, dim_names = export_program(
-            target.model, target.args, target.kwargs, dynamic_shapes=dynamic_shapes
-        )
-        onx = convert_program(
-            ep, dim_names, opsets=_opsets(args.opset), dispatcher=dispatcher,
-            input_names=target.input_names, output_names=target.output_names,
-            filename=output, record=record,
-        )
+        opsets = _opsets(args.opset)
+        with _pack_export_patches(target.model, dispatcher, opsets[""]):  # as to_onnx
+            record.start("export")
+            ep, dim_names = export_program(
+                target.model, target.args, target.kwargs, dynamic_shapes=dynamic_shapes
+            )
+            onx = convert_program(
+                ep, dim_names, opsets=opsets, dispatcher=dispatcher,
+                input_names=target.input_names, output_names=target.output_names,
+                filename=output, record=record,
+            )
     return onx, record
 
 

@@ -1,7 +1,7 @@
 """Export time of the tiny Mixtral (2 layers, hidden 64, 4 experts, top-2) with tonnx, side
 by side with torch.export of the same call, and onnxruntime's latency against torch eager.
 
-    python contrib_packs/tonnx-transformers/bench/bench_moe.py [--repeat 5] [--model mixtral]
+    python tests/bench/bench_moe.py [--repeat 5] [--model mixtral]
 
 ``tonnx.to_onnx`` runs torch.export itself, then converts: its time includes torch.export's.
 ``convert only`` is ``tonnx.to_onnx`` given the ExportedProgram. The two exports alternate.
@@ -24,7 +24,7 @@ import tonnx
 #: its MoE op, which torch.export alone would not trace)
 STANDARD = tonnx.Dispatcher(packs=["no:ortcontrib"])
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "transformers_pack"))
 from moe_models import CONFIGS, build, inputs  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """How close the converted ``grouped_mm_fallback`` is to the eager op, in ulps of the result.
 
-    python contrib_packs/tonnx-transformers/bench/exactness.py
+    python tests/bench/grouped_mm_exactness.py
 
 One graph with a dynamic token count S, run at S=300 and S=123: K=64, N=96, E=4 experts of
 which one receives no token, and rows past ``offs[-1]``.

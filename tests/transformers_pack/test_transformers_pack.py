@@ -1,8 +1,10 @@
-"""The pack as a user gets it: discovered after pip install, listed, blockable."""
+"""The pack as a user gets it: shipped in tonnx's distribution, listed, blockable."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,10 +27,9 @@ def _args():
 
 def test_discovered_through_its_entry_point(capsys):
     found = [ep for ep in importlib.metadata.entry_points(group="tonnx.packs") if ep.name == "transformers"]
-    assert len(found) == 1, "pip install ./contrib_packs/tonnx-transformers first"
+    assert len(found) == 1, [ep.dist.name for ep in found]  # once: the old contrib pack is gone
     assert found[0].value == "tonnx_transformers"
-    assert found[0].dist.name == "tonnx-transformers"
-    assert found[0].dist.version == tonnx_transformers.__version__
+    assert found[0].dist.name == "tonnx"  # pip install tonnx brings it
     from tonnx.cli import main
 
     assert main(["packs"]) == 0
@@ -55,3 +56,16 @@ def test_every_converter_is_tested_and_follows_its_schema():
 
     for converter in moe.CONVERTERS:
         assert_follows_schema(converter)
+
+
+def test_costs_nothing_without_transformers():
+    """The pack ships with tonnx: an export that never imported transformers does not import it."""
+    code = (
+        "import sys, torch, tonnx\n"
+        "tonnx.to_onnx(torch.nn.Linear(2, 2), (torch.rand(1, 2),))\n"
+        "tonnx.to_onnx(torch.nn.Linear(2, 2), (torch.rand(1, 2),))\n"
+        "assert 'transformers' not in sys.modules, 'imported'\n"
+        "print('done')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "done", result.stderr[-2000:]

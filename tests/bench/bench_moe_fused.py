@@ -1,6 +1,6 @@
 """One Mixtral sparse-MoE block: tonnx's graph against onnxruntime's fused ``com.microsoft`` MoE.
 
-    python contrib_packs/tonnx-transformers/bench/bench_moe_fused.py [--rounds 5] [--config tiny big]
+    python tests/bench/bench_moe_fused.py [--rounds 5] [--config tiny big]
 
 Per config, one ``MixtralSparseMoeBlock`` with random weights (``_experts_implementation``
 "grouped_mm", as ``AutoModelForCausalLM.from_config`` sets it) and two graphs, both with a
@@ -41,7 +41,7 @@ from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
 
 import tonnx
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "transformers_pack"))
 from moe_models import mixtral  # noqa: E402
 
 TOKENS = (1, 16, 256)
