@@ -15,6 +15,10 @@ import inspect
 from pathlib import Path
 
 
+class CoverageError(Exception):
+    """``tonnx coverage`` was asked about a pack or a test path that does not exist (exit 2)."""
+
+
 def coverage_key(converter) -> str:
     """The ``COVERS`` entry of a converter: its key, with `` (complex)`` for complex ones."""
     return f"{converter.key} (complex)" if converter.complex else converter.key
@@ -113,15 +117,21 @@ def coverage_report(test_dirs, packs=None) -> tuple[str, int]:
     Graph converters (an ``expand`` attribute: decompositions generated from torch's
     table) are counted apart: their own tests check them by sample, not key by key.
     """
-    from .dispatch._manager import default_manager
+    from .dispatch._manager import diagnostic_manager, lenient
 
-    manager = default_manager()
+    manager = diagnostic_manager()
+    _check_arguments(manager, test_dirs, packs)
     names = packs or sorted(manager.specs)
     covered = covered_keys(*test_dirs)
     header = f"{'pack':<16}{'registered':>11}{'covered':>9}{'generated':>11}  missing"
     lines, status = [header], 0
     for name in names:
-        converters = pack_converters(name)
+        with lenient(manager):
+            converters = manager.usable_converters(name) if name not in manager.failures else None
+        if converters is None:
+            lines.append(f"{name:<16}{'-':>11}{'-':>9}{'-':>11}  FAILED TO LOAD: {manager.failures[name]}")
+            status = 1
+            continue
         registered = {coverage_key(c) for c in converters if not hasattr(c.function, "expand")}
         generated = {coverage_key(c) for c in converters} - registered
         missing = sorted(registered - set(covered))
@@ -132,3 +142,17 @@ def coverage_report(test_dirs, packs=None) -> tuple[str, int]:
             f"{len(generated):>11}  {shown or '-'}"
         )
     return "\n".join(lines), status
+
+
+def _check_arguments(manager, test_dirs, packs) -> None:
+    """Every test path exists and every pack asked for is installed, or CoverageError."""
+    absent = [str(p) for p in test_dirs if not Path(p).exists()]
+    if absent:
+        raise CoverageError(f"no such test folder or file: {', '.join(absent)}.")
+    unknown = sorted(set(packs or ()) - set(manager.specs))
+    if unknown:
+        known = ", ".join(sorted(manager.specs)) or "none"
+        raise CoverageError(
+            f"no installed pack named {', '.join(map(repr, unknown))} (installed: {known}); "
+            f"`tonnx packs` lists them."
+        )

@@ -49,6 +49,10 @@ class PackLoadError(TonnxError):
     """A converter pack could not be imported or is malformed."""
 
 
+class PackConfigError(PackLoadError):
+    """A ``TONNX_*`` variable or a ``packs=`` item cannot be parsed (exit code 2)."""
+
+
 class DynamicShapesError(TonnxError):
     """``dynamic_shapes`` does not match the structure of the inputs."""
 

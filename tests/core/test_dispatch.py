@@ -212,9 +212,12 @@ def test_pack_whose_import_fails_is_reported_and_others_load(monkeypatch):
 
 def test_malformed_pack_is_rejected_as_a_whole():
     bad = make_pack("bad", [Converter("aten::relu.default", conv_a), "not a converter"])
-    manager = manager_with(bad)
-    with pytest.raises(PackLoadError, match="bad"):
-        manager.registry(18, tonnx.Dispatcher())
+    with pytest.raises(PackLoadError, match="bad.*no:bad"):
+        manager_with(bad, strict=True).registry(18, tonnx.Dispatcher())
+    manager = manager_with(bad)  # not strict: skipped whole, reported, the export goes on
+    with pytest.warns(PackLoadWarning, match="bad.*no:bad"):
+        registry = manager.registry(18, tonnx.Dispatcher())
+    assert not registry.candidates("aten::relu.default") and "bad" in manager.failures
 
 
 def test_autoload_can_be_disabled(monkeypatch):

@@ -47,15 +47,15 @@ def version_text() -> str:
             lines.append(f"{dist} {importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
             lines.append(f"{dist} not installed")
-    from ..dispatch._manager import default_manager
+    from ..dispatch._manager import diagnostic_manager
+    from ._packs import failure_lines
 
-    manager = default_manager()
+    manager = diagnostic_manager()
     for name, spec in sorted(manager.specs.items()):
-        kind = " (fallback)" if spec.fallback else ""
-        lines.append(f"pack {name} {manager.versions[name]}{kind}")
-    for name, error in sorted(manager.failures.items()):
-        lines.append(f"pack {name} FAILED TO LOAD: {error}")
-    return "\n".join(lines)
+        if name not in manager.failures:
+            kind = " (fallback)" if spec.fallback else ""
+            lines.append(f"pack {name} {manager.versions[name]}{kind}")
+    return "\n".join([*lines, *failure_lines(manager)])
 
 
 class VersionAction(argparse.Action):
@@ -66,4 +66,5 @@ class VersionAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(version_text())
+        sys.stdout.flush()  # a closed pipe (`| head -2`) raises here, where main() catches it
         parser.exit(0)

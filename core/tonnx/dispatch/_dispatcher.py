@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._errors import TonnxError
+from . import _config
 from ._converter import Converter
 
 
@@ -51,6 +52,7 @@ class Dispatcher:
         fallback = (fallback,) if isinstance(fallback, str) else tuple(fallback)
         if isinstance(packs, str):
             raise TonnxError(f"Dispatcher(packs=...) takes a list of items, got the string {packs!r}.")
+        _config.parse_items((*packs, *fallback), source="Dispatcher(packs=..., fallback=...)")
         _set = object.__setattr__
         _set(self, "converters", converters)
         _set(self, "fallback", fallback)

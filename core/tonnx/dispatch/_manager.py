@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import warnings
 from collections import OrderedDict
@@ -11,7 +12,7 @@ from typing import Any
 import pluggy
 
 from .._errors import ConverterNotFoundError, PackLoadError, TonnxError
-from . import _config, _hookspecs
+from . import _config, _hookspecs, _shadow
 from ._converter import Converter, check_op_key, packet_key, target_key
 from ._dispatcher import DEFAULT_DISPATCHER, Dispatcher
 from ._pack import PackSpec
@@ -39,9 +40,10 @@ class PackManager:
     """Owns the pluggy plugin manager and the installed packs of one process.
 
     Blocked packs are never imported. A pack that fails to import, whose hook raises or
-    whose PackSpec is invalid is an error (as pytest treats a broken plugin), unless
-    loading is not strict (``TONNX_STRICT_PACKS=0``), in which case it is reported and
-    skipped. With autoload disabled, only the packs named by ``TONNX_PACKS`` or a
+    whose PackSpec is invalid is an error (as pytest treats a broken plugin), and so is a
+    pack whose lazy ``load()`` raises when a registry needs it, unless loading is not strict
+    (``TONNX_STRICT_PACKS=0``), in which case it is reported (``failures``) and skipped.
+    Either way the message names the pack, its distribution and ``no:NAME``. With autoload disabled, only the packs named by ``TONNX_PACKS`` or a
     dispatcher's ``packs=`` are loaded: an allow-list.
     """
 
@@ -57,6 +59,7 @@ class PackManager:
         self.failures: dict[str, str] = {}
         self._converters: dict[str, tuple[Converter, ...]] = {}
         self._registries: OrderedDict[tuple, Registry] = OrderedDict()
+        self._load_errors: dict[str, PackLoadError] = {}
         self._entry_points = _entry_points() if self.autoload or self.env_config.enabled else {}
         if self.autoload:
             for name in list(self._entry_points):
@@ -80,18 +83,18 @@ class PackManager:
         if name in self.env_config.blocked:
             self._pm.set_blocked(name)
             return
+        dist = getattr(ep, "dist", None)
+        distribution = dist.metadata["Name"] if dist else "?"
+        origin = PackOrigin(distribution, dist.version if dist else "?", ep.value)
         try:
             plugin = ep.load()
         except Exception as e:
-            self._failed(name, f"import of {ep.value!r} failed: {type(e).__name__}: {e}", e)
+            self.origins[name] = origin
+            note = _shadow.shadow_note(ep.value, distribution)
+            self._failed(name, f"import of {ep.value!r} failed: {type(e).__name__}: {e}.{note}", e)
             return
-        dist = getattr(ep, "dist", None)
-        origin = PackOrigin(
-            distribution=dist.metadata["Name"] if dist else "?",
-            version=dist.version if dist else "?",
-            path=getattr(plugin, "__file__", None) or repr(plugin),
-        )
-        self.register(plugin, name=name, version=origin.version, origin=origin)
+        origin = PackOrigin(origin.distribution, origin.version, _shadow.location(plugin))
+        self.register(plugin, name=name, version=origin.version, origin=origin, module=ep.value)
 
     def register(
         self,
@@ -100,8 +103,12 @@ class PackManager:
         name: str | None = None,
         version: str | None = None,
         origin: PackOrigin | None = None,
+        module: str | None = None,
     ) -> PackSpec | None:
-        """Registers an installed pack; it is validated whole before any state changes."""
+        """Registers an installed pack; it is validated whole before any state changes.
+
+        ``module`` is the entry point's module, named when it is not the pack it should be.
+        """
         label = name or getattr(plugin, "__name__", None) or repr(plugin)
         try:
             spec = spec_of(plugin, label)
@@ -117,7 +124,10 @@ class PackManager:
                     f"TONNX_PACKS='no:{spec.name}'."
                 )
         except Exception as e:
-            self._failed(label, str(e), e)
+            if origin is not None:
+                self.origins[label] = origin
+            note = _shadow.shadow_note(module, origin.distribution if origin else "?") if module else ""
+            self._failed(label, f"{e}{note}", e)
             return None
         self._pm.register(plugin, name=spec.name)
         self.specs[spec.name] = spec
@@ -128,41 +138,67 @@ class PackManager:
         return spec
 
     def _failed(self, name: str, message: str, error: Exception) -> None:
+        origin = self.origins.get(name)
+        where = f" (distribution {origin.distribution!r})" if origin else ""
+        message = message.rstrip(".") + "."
+        if message.startswith(f"Pack {name!r}"):
+            text = message.replace(f"Pack {name!r}", f"Pack {name!r}{where}", 1)
+        else:
+            text = f"Pack {name!r}{where} failed to load: {message}"
         if self.strict:
-            if isinstance(error, PackLoadError):
-                raise error
             raise PackLoadError(
-                f"Pack {name!r} failed to load: {message}. Fix or uninstall it, block it with "
-                f"TONNX_PACKS='no:{name}', or set TONNX_STRICT_PACKS=0 to skip broken packs "
-                f"with a warning."
-            ) from error
-        self.failures[name] = message
+                f"{text} {block_hint(name)}, or set TONNX_STRICT_PACKS=0 to skip broken "
+                f"packs with a warning."
+            ) from (error.__cause__ or error if isinstance(error, PackLoadError) else error)
+        self.failures[name] = message.removeprefix(f"Pack {name!r}").lstrip(": ")
         warnings.warn(
-            f"tonnx pack {name!r} failed to load and is skipped: {message} "
-            f"(TONNX_PACKS='no:{name}' silences this)",
+            f"{text} It is skipped (TONNX_STRICT_PACKS=0). {block_hint(name)}; that also "
+            f"silences this warning.",
             PackLoadWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
     # -- converters -----------------------------------------------------------------------------
 
     def converters(self, name: str) -> tuple[Converter, ...]:
-        """An installed pack's converters, imported on first use and checked as a whole."""
+        """An installed pack's converters, imported on first use and checked as a whole.
+
+        A ``load()`` that raises is a :class:`PackLoadError`, raised again on every call
+        (the pack is not imported twice).
+        """
         found = self._converters.get(name)
         if found is None:
-            found = load_converters(self.specs[name])
+            error = self._load_errors.get(name)
+            if error is not None:
+                raise error
+            try:
+                found = load_converters(self.specs[name])
+            except PackLoadError as e:
+                self._load_errors[name] = e
+                raise
             self._converters[name] = found
         return found
 
+    def usable_converters(self, name: str) -> tuple[Converter, ...] | None:
+        """The pack's converters, or None when its ``load()`` failed and loading is not strict."""
+        try:
+            return self.converters(name)
+        except PackLoadError as e:
+            if name not in self.failures:
+                self._failed(name, str(e), e)
+            return None
+
     def pack_config(self, dispatcher: Dispatcher) -> _config.PackConfig:
-        return _config.parse_items(dispatcher.packs, base=self.env_config)
+        return _config.parse_items(dispatcher.packs, base=self.env_config, source="packs=")
 
     def enabled_packs(self, config: _config.PackConfig) -> dict[str, PackSpec]:
-        """Enabled installed packs: not blocked; fallbacks only when asked for."""
+        """Enabled installed packs: not blocked, not failed; fallbacks only when asked for."""
         return {
             name: spec
             for name, spec in self.specs.items()
-            if name not in config.blocked and (not spec.fallback or name in config.enabled)
+            if name not in config.blocked
+            and name not in self.failures
+            and (not spec.fallback or name in config.enabled)
         }
 
     def registry(self, opset: int, dispatcher: Dispatcher = DEFAULT_DISPATCHER) -> Registry:
@@ -211,8 +247,10 @@ class PackManager:
         chain = {name: i for i, name in enumerate(dispatcher.fallback)}
         for name, spec in enabled.items():
             priority = config.priority_of(name, spec.priority)
+            converters = load_converters(spec) if name in extra else self.usable_converters(name)
+            if converters is None:  # failed, not strict: reported in ``failures``
+                continue
             packs[name] = spec
-            converters = load_converters(spec) if name in extra else self.converters(name)
             position = chain.get(name, len(chain))
             for conv in converters:
                 if conv.opsets[0] <= opset <= conv.opsets[1]:
@@ -275,6 +313,12 @@ class PackManager:
         )
 
 
+def block_hint(name: str) -> str:
+    """How to leave a pack out: the ``no:NAME`` item, in both spellings."""
+    return (f"Fix or uninstall it, or block it with TONNX_PACKS='no:{name}' "
+            f"(packs=['no:{name}'], tonnx export --no-pack {name})")
+
+
 def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
@@ -327,7 +371,7 @@ def load_converters(spec: PackSpec) -> tuple[Converter, ...]:
         found = tuple(spec.load())
     except Exception as e:
         raise PackLoadError(
-            f"Pack {spec.name!r} failed to load its converters: {type(e).__name__}: {e}"
+            f"Pack {spec.name!r}: its load() raised {type(e).__name__}: {e}"
         ) from e
     for conv in found:
         if not isinstance(conv, Converter):
@@ -359,3 +403,34 @@ def default_manager() -> PackManager:
 def reset_default_manager() -> None:
     """Forgets the discovered packs (after installing one, or changing TONNX_* variables)."""
     _DEFAULT.clear()
+
+
+def diagnostic_manager() -> PackManager:
+    """The process's pack manager for the commands that diagnose packs (``tonnx packs``,
+    ``explain``, ``--version``, ``coverage``): a pack that fails to load while it is created
+    is recorded in ``failures`` and reported, never raised; afterwards the manager is as
+    strict as ``TONNX_STRICT_PACKS`` says."""
+    if not _DEFAULT:
+        with _quiet_failures():
+            manager = PackManager(strict=False)
+        manager.strict = _config.strict_loading()
+        _DEFAULT.append(manager)
+    return _DEFAULT[0]
+
+
+@contextlib.contextmanager
+def lenient(manager: PackManager):
+    """Within: a pack whose ``load()`` raises is recorded in ``failures``, not raised."""
+    strict, manager.strict = manager.strict, False
+    try:
+        with _quiet_failures():
+            yield manager
+    finally:
+        manager.strict = strict
+
+
+@contextlib.contextmanager
+def _quiet_failures():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PackLoadWarning)
+        yield
