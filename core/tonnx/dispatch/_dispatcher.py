@@ -21,6 +21,10 @@ class Dispatcher:
     - ``packs``: ``no:NAME`` / ``NAME`` / ``NAME=PRIORITY`` items, as in ``TONNX_PACKS``.
     - ``extra_packs``: pack objects (modules with hook implementations) used by the
       exports that name them, without installing them.
+    - ``target_runtime``: the runtimes that will run the model and their versions
+      (``{"onnxruntime": "1.31.1"}``), for packs whose output depends on them (a
+      ``PackSpec.load_for_runtime``); a runtime not named is up to the pack (the ortcontrib
+      pack targets the installed onnxruntime). Export here, run elsewhere.
 
     A dispatcher is an immutable value: two dispatchers with the same converters, packs
     and fallbacks are equal and share one cached registry; a different one can never be
@@ -29,7 +33,7 @@ class Dispatcher:
     when no converter applies.
     """
 
-    __slots__ = ("converters", "fallback", "packs", "extra_packs", "_hash")
+    __slots__ = ("converters", "fallback", "packs", "extra_packs", "target_runtime", "_hash")
 
     def __init__(
         self,
@@ -38,6 +42,7 @@ class Dispatcher:
         fallback: str | Sequence[str] = (),
         packs: Sequence[str] = (),
         extra_packs: Sequence[Any] = (),
+        target_runtime: Mapping[str, str] | None = None,
     ):
         if isinstance(converters, Mapping):
             converters = [Converter(t, f) for t, f in converters.items()]
@@ -58,6 +63,7 @@ class Dispatcher:
         _set(self, "fallback", fallback)
         _set(self, "packs", tuple(packs) + fallback)
         _set(self, "extra_packs", tuple(extra_packs))
+        _set(self, "target_runtime", _runtimes(target_runtime))
         _set(self, "_hash", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -66,7 +72,8 @@ class Dispatcher:
     def _identity(self) -> tuple:
         # extra packs are modules or namespaces: compared by identity, which the
         # dispatcher keeps alive for as long as it (or a cache key holding it) lives
-        return (type(self), self.converters, self.packs, tuple(id(p) for p in self.extra_packs))
+        return (type(self), self.converters, self.packs, tuple(id(p) for p in self.extra_packs),
+                tuple(sorted(self.target_runtime.items())))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Dispatcher):
@@ -88,8 +95,23 @@ class Dispatcher:
         return (
             f"{type(self).__name__}({len(self.converters)} converters, "
             f"fallback={list(self.fallback)}, packs={list(self.packs)}, "
-            f"extra_packs={len(self.extra_packs)})"
+            f"extra_packs={len(self.extra_packs)}"
+            f"{f', target_runtime={dict(self.target_runtime)}' if self.target_runtime else ''})"
         )
+
+
+def _runtimes(target_runtime: Mapping[str, str] | None) -> Mapping[str, str]:
+    """``target_runtime`` checked (runtime name -> version string) and frozen."""
+    from types import MappingProxyType
+
+    found = dict(target_runtime) if isinstance(target_runtime, Mapping) else {}
+    bad = {k: v for k, v in found.items() if not (isinstance(k, str) and isinstance(v, str) and v.strip())}
+    if not isinstance(target_runtime, (Mapping, type(None))) or bad:
+        raise TonnxError(
+            f"Dispatcher(target_runtime=...) maps a runtime to a version string, as in "
+            f"{{'onnxruntime': '1.31.1'}}; got {target_runtime!r}."
+        )
+    return MappingProxyType({k: v.strip() for k, v in found.items()})
 
 
 def _check_callable_key(conv: Converter) -> None:

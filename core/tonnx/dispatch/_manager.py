@@ -160,29 +160,32 @@ class PackManager:
 
     # -- converters -----------------------------------------------------------------------------
 
-    def converters(self, name: str) -> tuple[Converter, ...]:
+    def converters(self, name: str, runtime: tuple = ()) -> tuple[Converter, ...]:
         """An installed pack's converters, imported on first use and checked as a whole.
 
-        A ``load()`` that raises is a :class:`PackLoadError`, raised again on every call
-        (the pack is not imported twice).
+        ``runtime``: the dispatcher's ``target_runtime`` items, for a pack whose converters
+        depend on it (``PackSpec.load_for_runtime``); one table per target. A ``load()``
+        that raises is a :class:`PackLoadError`, raised again on every call (the pack is
+        not imported twice).
         """
-        found = self._converters.get(name)
+        key = (name, runtime) if runtime and self.specs[name].load_for_runtime is not None else name
+        found = self._converters.get(key)
         if found is None:
-            error = self._load_errors.get(name)
+            error = self._load_errors.get(key)
             if error is not None:
                 raise error
             try:
-                found = load_converters(self.specs[name])
+                found = load_converters(self.specs[name], runtime)
             except PackLoadError as e:
-                self._load_errors[name] = e
+                self._load_errors[key] = e
                 raise
-            self._converters[name] = found
+            self._converters[key] = found
         return found
 
-    def usable_converters(self, name: str) -> tuple[Converter, ...] | None:
+    def usable_converters(self, name: str, runtime: tuple = ()) -> tuple[Converter, ...] | None:
         """The pack's converters, or None when its ``load()`` failed and loading is not strict."""
         try:
-            return self.converters(name)
+            return self.converters(name, runtime)
         except PackLoadError as e:
             if name not in self.failures:
                 self._failed(name, str(e), e)
@@ -247,7 +250,8 @@ class PackManager:
         chain = {name: i for i, name in enumerate(dispatcher.fallback)}
         for name, spec in enabled.items():
             priority = config.priority_of(name, spec.priority)
-            converters = load_converters(spec) if name in extra else self.usable_converters(name)
+            runtime = tuple(sorted(dispatcher.target_runtime.items()))
+            converters = load_converters(spec, runtime) if name in extra else self.usable_converters(name, runtime)
             if converters is None:  # failed, not strict: reported in ``failures``
                 continue
             packs[name] = spec
@@ -357,6 +361,9 @@ def check_spec(spec: Any, label: str) -> None:
         problems.append(f"name {spec.name!r} is not a simple identifier")
     if not callable(spec.load):
         problems.append("load is not callable")
+    for hook in ("load_for_runtime", "runtime_requirements"):
+        if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
+            problems.append(f"{hook} is not callable")
     if type(spec.priority) is not int:
         problems.append(f"priority {spec.priority!r} is not an int")
     if not all(isinstance(d, str) and d and type(v) is int for d, v in dict(spec.domains).items()):
@@ -365,10 +372,11 @@ def check_spec(spec: Any, label: str) -> None:
         raise PackLoadError(f"Pack {label!r}: invalid PackSpec: {'; '.join(problems)}.")
 
 
-def load_converters(spec: PackSpec) -> tuple[Converter, ...]:
-    """Imports a pack's converters and validates them all before any is used."""
+def load_converters(spec: PackSpec, runtime: tuple = ()) -> tuple[Converter, ...]:
+    """Imports a pack's converters and validates them all before any is used; for the
+    target ``runtime`` items when the pack has a ``load_for_runtime``."""
     try:
-        found = tuple(spec.load())
+        found = tuple(spec.load_for_runtime(dict(runtime)) if runtime and spec.load_for_runtime else spec.load())
     except Exception as e:
         raise PackLoadError(
             f"Pack {spec.name!r}: its load() raised {type(e).__name__}: {e}"

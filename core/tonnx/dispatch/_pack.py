@@ -42,3 +42,14 @@ class PackSpec:
     #: pack whose converters turn a whole module into one fused node: the patch routes the
     #: module through a custom op (``torch.library``) those converters handle
     export_patches: Callable[[], AbstractContextManager] | None = None
+    #: optional, for a pack whose converters depend on the runtime that will run the model
+    #: (an op whose inputs or meaning changed between versions): called instead of ``load``
+    #: when the dispatcher names target runtimes (``Dispatcher(target_runtime={"onnxruntime":
+    #: "1.31.1"})``, given as that dict) and returns the converters for that target; ``load``
+    #: is the pack's default target
+    load_for_runtime: Callable[[Mapping[str, str]], Iterable] | None = None
+    #: optional: the oldest version of each runtime (``{"onnxruntime": "1.32.0"}``) that
+    #: runs the given nodes of the pack's ``domains`` (builder nodes: ``op_type``,
+    #: ``domain``, ``inputs``, ``attributes``) as the pack meant; the model records the
+    #: highest over all packs as ``pkg.tonnx.min_<runtime>`` metadata
+    runtime_requirements: Callable[[list], Mapping[str, str]] | None = None

@@ -11,6 +11,13 @@ compute exactly as torch is left to the aten pack. ``Dispatcher(packs=["no:ortco
 or ``TONNX_PACKS=no:ortcontrib`` gives the standard-domain graph. :mod:`.reference` runs
 the emitted ops in onnx's reference evaluator (``tonnx.testing.run_reference``).
 
+The graph is for one onnxruntime version (:mod:`._target`): the one an export names
+(``Dispatcher(target_runtime={"onnxruntime": "1.31.1"})``: export here, run elsewhere),
+else the installed one, else (none installed) 1.31.1, the oldest supported. Each fused op
+takes the form exact on that version or the block keeps the standard graph (before 1.32:
+attention with a KV cache); ``tonnx explain`` says which. The model records the oldest
+onnxruntime its com.microsoft nodes need as ``pkg.tonnx.min_onnxruntime``.
+
 Measured and left out (bench/bench_fused_ops.py): ``SkipSimplifiedLayerNormalization``
 runs slower than the Add and ``SimplifiedLayerNormalization`` it replaces, and
 onnxruntime already fuses the aten pack's RMSNorm and gelu into the same kernels the
@@ -27,10 +34,21 @@ __version__ = "0.1.0"
 MS_DOMAIN = "com.microsoft"
 
 
-def _load():
-    from . import attention, moe
+def _load_for_runtime(target_runtime):
+    from . import _target, attention, moe
 
-    return [*attention.CONVERTERS, *moe.CONVERTERS]
+    target = _target.resolve(target_runtime)
+    return [*attention.converters(target), *moe.converters(target)]
+
+
+def _load():
+    return _load_for_runtime({})
+
+
+def _runtime_requirements(nodes):
+    from ._target import requirements
+
+    return requirements(nodes)
 
 
 def _export_patches():
@@ -63,4 +81,6 @@ def tonnx_pack() -> PackSpec:
         description="onnxruntime com.microsoft fused ops (GroupQueryAttention, RotaryEmbedding, MoE)",
         reference_kernels=_reference_kernels,
         export_patches=_export_patches,
+        load_for_runtime=_load_for_runtime,
+        runtime_requirements=_runtime_requirements,
     )

@@ -18,7 +18,8 @@ than ``MultiHeadAttention`` (bench/bench_ortcontrib.py). Exactness, as torch com
   Concat by :mod:`.cache`). onnxruntime then wants ``causal=1`` (with ``query_seqlens``,
   which lets a batch of several new tokens per row run): query l sees keys ``j <= l + S - L``,
   so the mask must provably hide every later key (:mod:`._causal`, or torch's own
-  ``is_causal``) and goes in the bias as before.
+  ``is_causal``) and goes in the bias as before. ``query_seqlens`` is onnxruntime 1.32's:
+  for an older target (:mod:`._target`) attention with a cache keeps the standard graph.
 
 The predicate leaves every other call to the aten pack. A rewrite rule then feeds the
 un-repeated key/value of HF's ``repeat_kv`` (Unsqueeze/Expand/Reshape) to the op.
@@ -34,6 +35,7 @@ from tonnx.converters import RewriteRule
 
 from . import MS_DOMAIN
 from ._patterns import constant, producer_of, same, same_value, shape, source
+from ._target import QUERY_SEQLENS, Target, text
 
 _ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 _DEFAULTS = {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False}
@@ -76,8 +78,9 @@ def _cache_fits(node, call: dict) -> bool:
     return not call["is_causal"] and within_causal(args["attn_mask"], args["query"], args["key"])
 
 
-def _fits(node) -> bool:
-    """True when GroupQueryAttention computes exactly what torch does for this call."""
+def _fits(node, target: Target) -> bool:
+    """True when GroupQueryAttention computes exactly what torch does for this call, on
+    the ``target`` onnxruntime."""
     import torch
 
     call = _call(node)
@@ -94,7 +97,7 @@ def _fits(node) -> bool:
         return False
     if not (same(b, bk) and same(b, bv) and same(s, sv)):
         return False
-    if not _self_attention(q, k) and not _cache_fits(node, call):
+    if not _self_attention(q, k) and not (target.gqa_with_cache and _cache_fits(node, call)):
         return False
     if mask is None:
         return True
@@ -328,13 +331,20 @@ def aten_scaled_dot_product_attention(
     return g.op.Transpose(out, perm=_BSNH, outputs=outputs)
 
 
-CONVERTERS = (
-    Converter(
-        "aten::scaled_dot_product_attention.default",
-        aten_scaled_dot_product_attention,
-        applies=_fits,
-    ),
-)
+def converters(target: Target) -> tuple[Converter, ...]:
+    """The converter, its predicate for ``target`` (``tonnx explain`` prints its docstring)."""
+
+    def applies(node) -> bool:
+        return _fits(node, target)
+
+    if target.gqa_with_cache:
+        applies.__doc__ = f"{target}: GroupQueryAttention with or without a KV cache, when exact"
+    else:
+        applies.__doc__ = (
+            f"{target}: GroupQueryAttention without a KV cache, when exact; with a cache the "
+            f"standard graph (the op's query_seqlens input is onnxruntime {text(QUERY_SEQLENS)}'s)"
+        )
+    return (Converter("aten::scaled_dot_product_attention.default", aten_scaled_dot_product_attention, applies=applies),)
 
 # -- the rewrite: HF's repeat_kv folded into the op ------------------------------------------
 

@@ -379,4 +379,17 @@ def _fits(node) -> bool:
     return all(getattr(v, "dtype", None) == torch.float32 for v in values)
 
 
-CONVERTERS = (Converter(KEY, convert, applies=_fits), Converter(ROUTED_KEY, convert_routed, applies=_fits_routed))
+def converters(target) -> tuple[Converter, ...]:
+    """The converters; their predicates' docstrings (printed by ``tonnx explain``) say the
+    form is the same on every supported target (:mod:`._target`)."""
+
+    def fits(node) -> bool:
+        return _fits(node)
+
+    def fits_routed(node) -> bool:
+        return _fits_routed(node)
+
+    same = f"{target}: MoE, the form onnxruntime 1.31.1 and 1.32.0 compute alike"
+    fits.__doc__ = f"{same} (float32 tokens, router logits and weights)"
+    fits_routed.__doc__ = f"{same} (float32, a static top-k; the router's choice as log-weights)"
+    return (Converter(KEY, convert, applies=fits), Converter(ROUTED_KEY, convert_routed, applies=fits_routed))
