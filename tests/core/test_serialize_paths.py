@@ -233,3 +233,26 @@ def test_file_writer_resolves_links_for_write_model(tmp_path):
     _file_writer.write_model(onx, str(tmp_path / "m.onnx"))
     assert (tmp_path / "m.onnx").is_symlink() and _mode(tmp_path / "real.onnx") == 0o600
     assert onnx.load(str(tmp_path / "real.onnx")) == onx
+
+
+def test_temporary_of_a_reused_pid_is_removed(tmp_path):
+    """In a container the pids restart at each run: a live process that started after the
+    orphan was last written is not its writer."""
+    import subprocess
+    import sys
+    import time
+
+    orphan = tmp_path / "m.onnx.data.tmp-tonnx-{}-0123abcd"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale = tmp_path / orphan.name.format(proc.pid)
+        stale.write_bytes(b"\0" * 4096)
+        an_hour_ago = time.time() - 3600
+        os.utime(stale, (an_hour_ago, an_hour_ago))
+        live = tmp_path / f"m.onnx.tmp-tonnx-{proc.pid}-feedbeef"  # written now: kept
+        live.write_bytes(b"")
+        assert _file_writer.ModelFile(str(tmp_path / "m.onnx")).clean_stale() == [stale.name]
+        assert os.listdir(tmp_path) == [live.name]
+    finally:
+        proc.kill()
+        proc.wait()

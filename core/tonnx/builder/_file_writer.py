@@ -209,7 +209,8 @@ class ModelFile:
             raise self._error(f"folder {self.folder!r} is not writable ({e}).") from e
 
     def clean_stale(self) -> list[str]:
-        """Removes temporaries of this path left by processes that no longer run."""
+        """Removes temporaries of this path left by processes that no longer run (a process
+        started after the temporary was last written reuses a dead writer's pid)."""
         pattern = re.compile(
             re.escape(self.base) + r"(?:\.data|\.1\.data)?" + re.escape(_TMP_MARK)
             + r"(\d+)-[0-9a-f]+"
@@ -217,7 +218,7 @@ class ModelFile:
         removed = []
         for entry in os.listdir(self.folder):
             match = pattern.fullmatch(entry)
-            if match and not _alive(int(match.group(1))):
+            if match and not _writing(int(match.group(1)), self.path(entry)):
                 _remove(self.path(entry))
                 removed.append(entry)
         return removed
@@ -272,7 +273,9 @@ def _replace(tmp: str, path: str, mode: int | None) -> None:
     os.replace(tmp, path)
 
 
-def _alive(pid: int) -> bool:
+def _writing(pid: int, path: str) -> bool:
+    """Whether process ``pid`` may still be writing ``path``: it runs and it started before
+    the file was last written (else the pid was reused, common in containers)."""
     if pid == os.getpid():
         return True
     try:
@@ -280,8 +283,25 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    started = _start_time(pid)
+    try:
+        written = os.stat(path).st_mtime
+    except FileNotFoundError:
+        return True  # its writer removed it already
+    return started is None or started <= written + 2  # /proc/stat's btime is whole seconds
+
+
+def _start_time(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), None where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _remove(path: str) -> None:
