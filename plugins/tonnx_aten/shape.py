@@ -573,12 +573,24 @@ def _pad_axes(rank: int, pad) -> list[int]:
     return [rank - 1 - i for i in range(len(pad) // 2)]
 
 
+def _full_pads(rank: int, axes: list[int], begins: list, ends: list) -> list:
+    """Pad's ``pads`` for every axis (zeros where torch pads nothing), emitted without the
+    ``axes`` input: onnxruntime's transpose optimizer (1.31, 1.32) permutes ``pads`` as if
+    it covered every axis and ignores ``axes``, so a Pad with ``axes`` after a Transpose
+    fails in a Gather (fewer pads than twice the rank) or pads the wrong axes."""
+    full_begins, full_ends = [0] * rank, [0] * rank
+    for axis, b, e in zip(axes, begins, ends):
+        full_begins[axis], full_ends[axis] = b, e
+    return full_begins + full_ends
+
+
 def _constant_pad(g, x: str, pad, value) -> str:
     elem = g.get_type(x)
-    axes = _pad_axes(g.get_rank(x), pad)
-    pads = shape_tensor(g, list(pad[0::2]) + list(pad[1::2]))
+    rank = g.get_rank(x)
+    axes = _pad_axes(rank, pad)
+    pads = shape_tensor(g, _full_pads(rank, axes, list(pad[0::2]), list(pad[1::2])))
     fill = operand(g, value, elem) if value else None
-    return g.op.Pad(x, pads, fill, _i64(axes), mode="constant")
+    return g.op.Pad(x, pads, fill, mode="constant")
 
 
 def _crop(g, x: str, axes: list[int], begins: list[int], ends: list[int]) -> str:
@@ -620,7 +632,8 @@ def _mode_pad(g, x: str, pad, mode: str) -> str:
     """reflect/replicate/circular padding; torch crops negative pads before padding."""
     if not all(type(p) is int for p in pad):
         raise UnsupportedError(f"{mode} padding with dynamic pads {pad} is not supported.")
-    axes = _pad_axes(g.get_rank(x), pad)
+    rank = g.get_rank(x)
+    axes = _pad_axes(rank, pad)
     begins, ends = list(pad[0::2]), list(pad[1::2])
     _refuse_cropped_away(g, x, axes, begins, ends, mode)
     x = _crop(g, x, axes, begins, ends)
@@ -633,7 +646,7 @@ def _mode_pad(g, x: str, pad, mode: str) -> str:
     if shape is not None and 0 in shape:
         # an empty tensor pads to an empty tensor; onnxruntime refuses "edge" on it
         mode = "constant"
-    return g.op.Pad(x, _i64(begins + ends), None, _i64(axes), mode=_MODES[mode])
+    return g.op.Pad(x, _i64(_full_pads(rank, axes, begins, ends)), mode=_MODES[mode])
 
 
 # aten::constant_pad_nd.default

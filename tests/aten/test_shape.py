@@ -585,6 +585,40 @@ def test_mode_pads(key, data, mode, batch, dtype, opset, seed):
     run(fn, [x], key, target_opset=opset)
 
 
+
+@given(
+    data=st.data(),
+    shape=st.lists(st.integers(2, 4), min_size=2, max_size=4),
+    mode=st.sampled_from(["constant", "reflect", "replicate", "circular"]),
+    dynamic=st.booleans(),
+    seed=seeds,
+)
+def test_pad_between_transposes(data, shape, mode, dynamic, seed):
+    """A pad of some axes between a permutation and its inverse (ConvBERT's span conv):
+    onnxruntime's transpose optimizer pushes the Transpose through Pad and permutes its
+    ``pads`` as if they covered every axis, so a Pad with ``axes`` failed in a Gather
+    ("indices element out of data bounds") or padded the wrong axes."""
+    rank = len(shape)
+    perm = data.draw(st.permutations(range(rank)).filter(lambda p: list(p) != sorted(p)))
+    inverse = [perm.index(i) for i in range(rank)]
+    permuted = [shape[p] for p in perm]
+    count = data.draw(st.integers(1, min(rank - 1, 3) if mode != "constant" else rank))
+    pad = []
+    for size in reversed(permuted[rank - count:]):
+        limit = {"constant": 3, "replicate": 3, "reflect": size - 1, "circular": size}[mode]
+        pad += [data.draw(st.integers(0, limit)), data.draw(st.integers(0, limit))]
+    x = make(seed, shape, torch.float32)
+    fn = lambda t: F.pad(t.permute(*perm), pad, mode).permute(*inverse) * 2  # noqa: E731
+    if not dynamic:
+        check_model(One(fn), (x,), atol=0, rtol=0)
+        return
+    # the padded axes keep their sizes (reflect needs pad < size); the others are dynamic
+    padded = {perm[rank - 1 - i] for i in range(count)}
+    dims = {i: f"d{i}" for i in range(rank) if i not in padded}
+    other = make(seed + 1, [s + 1 if i in dims else s for i, s in enumerate(shape)], torch.float32)
+    check_model(One(fn), (x,), dynamic_shapes=({**dims},), other_inputs=[(other,)], atol=0, rtol=0)
+
+
 # -- pixel shuffles, diagonal, unfold, as_strided ---------------------------------------------
 
 
