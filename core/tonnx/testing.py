@@ -196,15 +196,62 @@ def check_model(
     if missing:
         raise AssertionError(f"{sorted(missing)} not in the exported program: {sorted(op_keys(ep))}")
     onx = convert(ep, **to_onnx_kwargs)
+    mutations = _mutation_outputs(onx)
     for inputs in (args, *other_inputs):
-        with torch.no_grad():
-            expected = _flat_tensors(model(*inputs, **kwargs))
-        got = run(onx, _flat_tensors((inputs, kwargs)))
+        if mutations:
+            expected, feeds = _run_mutating(model, inputs, kwargs, mutations)
+        else:
+            with torch.no_grad():
+                expected = _flat_tensors(model(*inputs, **kwargs))
+            feeds = _flat_tensors((inputs, kwargs))
+        got = run(onx, feeds)
         if len(got) != len(expected):
             raise AssertionError(f"torch gives {len(expected)} outputs, onnx {len(got)}")
         for i, (e, o) in enumerate(zip(expected, got)):
             assert_close(e, o, atol=atol, rtol=rtol, what=f"output {i}: ")
     return onx
+
+
+def _mutation_outputs(onx) -> list[tuple[str, Any]]:
+    """(kind, what) for each output after the model's own: the new value of a buffer or
+    parameter (its state_dict name) or of a user input (its flat position) forward writes."""
+    import json
+
+    meta = {p.key: p.value for p in onx.metadata_props}
+    signature = json.loads(meta.get("pkg.tonnx.graph_signature", '{"inputs": [], "outputs": []}'))
+    user_inputs = [i["fx"] for i in signature["inputs"] if i["kind"] == "USER_INPUT"]
+    found = []
+    for entry in signature["outputs"]:
+        kind = entry["kind"]
+        if kind == "USER_INPUT_MUTATION":
+            found.append((kind, user_inputs.index(entry["target"])))
+        elif kind != "USER_OUTPUT":
+            found.append((kind, entry["target"]))
+    return found
+
+
+def _run_mutating(model, inputs, kwargs, mutations) -> tuple[list, list]:
+    """(expected outputs, onnx feeds) of a model that writes to its inputs or state: run on
+    copies of the inputs; its state is restored after the run, as the ONNX model always
+    starts from the state it was exported with."""
+    import torch
+
+    inputs, kwargs = torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, (tuple(inputs), kwargs))
+    feeds = [t.clone() for t in _flat_tensors((inputs, kwargs))]
+    tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+    state = {what: tensors[what] for kind, what in mutations if kind != "USER_INPUT_MUTATION"}
+    saved = {what: t.detach().clone() for what, t in state.items()}
+    try:
+        with torch.no_grad():
+            expected = _flat_tensors(model(*inputs, **kwargs))
+            flat = _flat_tensors((inputs, kwargs))
+            for kind, what in mutations:
+                expected.append((flat[what] if kind == "USER_INPUT_MUTATION" else state[what]).detach().clone())
+    finally:
+        with torch.no_grad():
+            for what, t in state.items():
+                t.copy_(saved[what])
+    return expected, feeds
 
 
 def check_op(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -275,3 +276,36 @@ def test_mutation_not_returned_by_the_op_is_functionalized():
     ep = torch.export.export(ViewMutation(), (torch.rand(3, 2),))
     assert needs_functionalization(ep.graph)
     check_model(ViewMutation(), (torch.rand(3, 2),))
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+        self.register_buffer("total", torch.zeros(3), persistent=False)
+
+    def forward(self, x):
+        self.count += 1
+        self.total.add_(x.sum(0))
+        return x * self.count
+
+
+def test_a_buffer_mutated_in_forward_is_an_output_not_dropped():
+    """The new value of a buffer forward writes is the output '<buffer>.updated', after
+    the model's outputs (it was dropped without a word)."""
+    onx = check_model(_Counter(), (torch.rand(2, 3),), other_inputs=[(torch.rand(2, 3),)])
+    assert [o.name for o in onx.graph.output][1:] == ["count.updated", "total.updated"]
+    signature = json.loads({p.key: p.value for p in onx.metadata_props}["pkg.tonnx.graph_signature"])
+    assert {(o["kind"], o.get("target"), o["onnx"]) for o in signature["outputs"]} >= {
+        ("BUFFER_MUTATION", "count", "count.updated"), ("BUFFER_MUTATION", "total", "total.updated")}
+
+
+def test_an_input_written_in_place_is_an_output_not_dropped():
+    class AddInPlace(torch.nn.Module):
+        def forward(self, x, y):
+            y.mul_(2)
+            x.add_(y)
+            return x * 3
+
+    onx = check_model(AddInPlace(), (torch.rand(2, 3), torch.rand(2, 3)), input_names=["a", "b"])
+    assert [o.name for o in onx.graph.output][1:] == ["a.updated", "b.updated"]

@@ -34,7 +34,7 @@ def test_metadata_describes_origin_and_signature():
     assert [k[2] for k in kinds if k[0] == "USER_INPUT"] == ["x", "bias"]
     outputs = [(o["kind"], o.get("onnx")) for o in signature["outputs"]]
     assert ("USER_OUTPUT", "y") in outputs and ("USER_OUTPUT", "total") in outputs
-    assert ("BUFFER_MUTATION", None) in outputs
+    assert ("BUFFER_MUTATION", "steps.updated") in outputs  # its new value, not dropped
     parameters = json.loads(meta["pkg.tonnx.parameters"])
     assert parameters["linear.weight"] == "linear.weight"
     assert set(parameters) <= {i.name for i in onx.graph.initializer}

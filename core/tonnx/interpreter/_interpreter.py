@@ -21,6 +21,10 @@ from . import _higher_order, _mutations, _slice_writes, _symbolic
 from ._values import ResultInfo, ShapeNamer, complex_values, represented
 
 
+#: torch.export output kinds carrying the new value of a tensor forward writes to
+MUTATION_KINDS = ("BUFFER_MUTATION", "PARAMETER_MUTATION", "USER_INPUT_MUTATION")
+
+
 class Interpreter:
     """Converts one ExportedProgram into ``g``.
 
@@ -525,9 +529,14 @@ class Interpreter:
         g = self.g
         specs = ep.graph_signature.output_specs
         user_values = [r for r, s in zip(results, specs) if s.kind.name == "USER_OUTPUT"]
-        mutated = [s.target for s in specs if s.kind.name != "USER_OUTPUT"]
-        if mutated:
-            g.metadata_props["pkg.tonnx.ignored_mutations"] = ", ".join(str(m) for m in mutated)
+        mutations = [(r, s) for r, s in zip(results, specs) if s.kind.name in MUTATION_KINDS]
+        others = sorted({s.kind.name for s in specs} - {"USER_OUTPUT", *MUTATION_KINDS})
+        if others:
+            raise UnsupportedError(
+                f"The program has outputs of kind {others} (a joint training graph?): tonnx "
+                f"exports inference programs, whose outputs are the model's and the new "
+                f"values of what forward mutates."
+            )
         if len(self.output_names) > len(user_values):
             raise TonnxError(
                 f"output_names has {len(self.output_names)} names but the model has "
@@ -557,6 +566,24 @@ class Interpreter:
                 g.make_tensor_output(name, info.dtypes[0], info.shapes[0])
             else:
                 g.make_tensor_output(name, g.get_type(name), g.get_shape(name))
+        for value, spec in mutations:
+            self._mutation_output(ep, value, spec, seen)
+
+    def _mutation_output(self, ep, value, spec, seen: set[str]) -> None:
+        """The new value of a buffer, parameter or input that forward writes to, as the
+        output ``<its ONNX name>.updated``, after the model's outputs: ONNX has no state,
+        and dropping the write would lose it silently."""
+        g = self.g
+        mutated = spec.target
+        if spec.kind.name == "USER_INPUT_MUTATION":
+            placeholder = next(n for n in ep.graph.nodes if n.op == "placeholder" and n.name == mutated)
+            mutated = self.env[placeholder]
+        name = self._map(value)
+        info = self.namer.info(value)
+        wanted = g.unique_name(f"{mutated}.updated")
+        name = g.op.Identity(name, outputs=[wanted])
+        seen.add(name)
+        g.make_tensor_output(name, info.dtypes[0], info.shapes[0])
 
 
 def _meta_values(arg):
