@@ -104,6 +104,19 @@ def test_existing_files_keep_their_mode(tmp_path, external):
     }
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+@pytest.mark.parametrize("external", [False, True])
+def test_root_keeps_the_owner_of_the_files_it_replaces(tmp_path, external):
+    path = tmp_path / "m.onnx"
+    _export(path, external_data=external)
+    for name in os.listdir(tmp_path):
+        os.chown(tmp_path / name, 1234, 5678)
+    _export(path, external_data=external)
+    assert {(os.stat(tmp_path / n).st_uid, os.stat(tmp_path / n).st_gid) for n in os.listdir(tmp_path)} == {
+        (1234, 5678)
+    }
+
+
 def test_new_file_gets_the_usual_mode(tmp_path):
     umask = os.umask(0o022)
     try:

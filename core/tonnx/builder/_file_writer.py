@@ -244,11 +244,12 @@ class ModelFile:
             if name != keep and os.path.exists(self.path(name)):
                 _remove(self.path(name))
 
-    def existing_mode(self, *names: str) -> int | None:
-        """Permission bits of the first of ``names`` (in this folder) that exists."""
+    def existing(self, *names: str) -> os.stat_result | None:
+        """``stat`` of the first of ``names`` (in this folder) that exists: the file a new
+        one replaces, whose mode (and owner, for root) the new one keeps."""
         for name in names:
             try:
-                return stat.S_IMODE(os.stat(self.path(name)).st_mode)
+                return os.stat(self.path(name))
             except FileNotFoundError:
                 continue
         return None
@@ -266,10 +267,13 @@ def _special_kind(path: str, error) -> str | None:
     return next((kind for test, kind in _KINDS if test(mode)), None)
 
 
-def _replace(tmp: str, path: str, mode: int | None) -> None:
-    """Renames ``tmp`` over ``path``, first giving it ``mode`` (the replaced file's)."""
-    if mode is not None:
-        os.chmod(tmp, mode)
+def _replace(tmp: str, path: str, old: os.stat_result | None) -> None:
+    """Renames ``tmp`` over ``path``, first giving it the mode of the file it replaces (and
+    its owner when running as root, who would otherwise take it over)."""
+    if old is not None:
+        if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+            os.chown(tmp, old.st_uid, old.st_gid)
+        os.chmod(tmp, stat.S_IMODE(old.st_mode))
     os.replace(tmp, path)
 
 
@@ -342,25 +346,25 @@ def save(g, filename: str, *, external_data: bool, payload=None, return_data: bo
     files.clean_stale()
     tmp_model = files.tmp(files.base)
     tmp_data = data_path = None
-    model_mode = files.existing_mode(files.base)
+    model_was = files.existing(files.base)
     try:
         if external_data:
             location = files.free_data_name()
-            data_mode = files.existing_mode(*(n for n in data_names(files.base) if n != location), files.base)
+            data_was = files.existing(*(n for n in data_names(files.base) if n != location), files.base)
             data_path, tmp_data = files.path(location), files.tmp(location)
             sink = _serialize.ExternalDataWriter(tmp_data, location, payload)
             model = g.to_onnx(external_data=sink)
             sink.close()
             with open(tmp_model, "wb") as f:
                 f.write(model.SerializeToString())
-            _replace(tmp_data, data_path, data_mode)
+            _replace(tmp_data, data_path, data_was)
         else:
             location = None
             sink = _serialize.InlineStreamer()
             model = g.to_onnx(external_data=sink)
             with open(tmp_model, "wb") as f:
                 write_inline(model, sink.values, f, payload)
-        _replace(tmp_model, files.filename, model_mode)
+        _replace(tmp_model, files.filename, model_was)
         data_path = None  # referenced now: keep it
         files.remove_unreferenced_data(location)
     except OSError as e:
@@ -401,11 +405,11 @@ def write_file(filename: str, data: bytes, *, what: str = "filename") -> None:
     files.probe(data_files=False)
     files.clean_stale()
     tmp = files.tmp(files.base)
-    mode = files.existing_mode(files.base)
+    was = files.existing(files.base)
     try:
         with open(tmp, "wb") as f:
             f.write(data)
-        _replace(tmp, files.filename, mode)
+        _replace(tmp, files.filename, was)
     except OSError as e:
         raise OutputFileError(f"Cannot write {what}={filename!r}: {e}") from e
     finally:
