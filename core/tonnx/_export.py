@@ -83,7 +83,8 @@ def to_onnx(
     """
     kwargs = dict(kwargs or {})
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    filename = os.fspath(filename) if filename is not None else None
+    filename = _path_argument(filename, "filename")
+    _path_argument(report, "report")
     if filename is not None:
         _check_writable(filename)
     _check_report(report, filename)
@@ -309,6 +310,15 @@ def _drop_unused_domains(g) -> None:
     used = {n.domain for n in g.nodes}
     for domain in [d for d in g.opsets if d and d not in used]:
         del g.opsets[domain]
+
+
+def _path_argument(path, what: str) -> str | None:
+    """``filename=``/``report=`` as a str path (None stays None); anything else is refused."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise OutputFileError(f"{what}={path!r}: give a path, a str or a pathlib.Path ({what}='model.onnx').")
+    return os.fspath(path)
 
 
 def _check_writable(filename: str) -> None:

@@ -98,8 +98,31 @@ def merge(given, defaults: list[str | None], fallback: list[str]) -> list[str]:
     ]
 
 
+def check_names(which: str, names) -> None:
+    """``input_names``/``output_names`` as given: None or a list of distinct non-empty strs.
+
+    A str is refused rather than read letter by letter (``"features"`` is not 8 names).
+    """
+    from ._errors import TonnxError
+
+    if names is None:
+        return
+    if isinstance(names, str):
+        raise TonnxError(f"{which}={names!r} is a string; give a list of names: {which}=[{names!r}].")
+    if not isinstance(names, (list, tuple)):
+        raise TonnxError(f"{which}={names!r}: give a list of names, e.g. {which}=['x'].")
+    bad = [n for n in names if type(n) is not str or not n]
+    if bad:
+        raise TonnxError(f"{which}: every name must be a non-empty string, got {bad[0]!r}.")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TonnxError(f"{which}: {twice} given more than once; ONNX names are unique.")
+
+
 def io_names(ep, input_names, output_names) -> tuple[list[str], list[str]]:
     """(input names, output names) for the interpreter: the user's, completed by the defaults."""
+    check_names("input_names", input_names)
+    check_names("output_names", output_names)
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user = [
         p.name

@@ -115,3 +115,73 @@ def test_conflicting_packs_stop_only_the_exports_that_use_the_op(tmp_path):
     assert isinstance(error, tonnx.ConverterConflictError)
     assert "'left'" in str(error) and "'right'" in str(error)
     assert tonnx.to_onnx(torch.nn.Tanh(), (torch.randn(3),), dispatcher=dispatcher) is not None
+
+
+# -- issue 21 section 3: typed errors that name the culprit and the fix -------------------------
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def returns_42(g, sts, outputs, self):
+    return 42
+
+
+def returns_an_unknown_name(g, sts, outputs, self):
+    return "no_such_value"
+
+
+@pytest.mark.parametrize("converter, message", [
+    (returns_42, "returned 42 (int) for FX node 'relu'"),
+    (returns_an_unknown_name, "returned 'no_such_value' for FX node 'relu' (aten::relu.default), a name no node"),
+])
+def test_a_converter_returning_no_result_name_is_named(tmp_path, converter, message):
+    dispatcher = tonnx.Dispatcher({"aten::relu.default": converter})
+    error = export_into(tmp_path, Linear(), (torch.randn(2, 4),), dispatcher=dispatcher)
+    assert isinstance(error, tonnx.ConverterOutputError)
+    assert converter.__name__ in str(error) and message in str(error)
+    assert "--DEBUG--" not in str(error)
+
+
+def test_a_model_returning_a_string_is_refused_plainly(tmp_path):
+    class Says(torch.nn.Module):
+        def forward(self, x):
+            return "hello"
+
+    error = export_into(tmp_path, Says(), (torch.randn(2),))
+    assert isinstance(error, tonnx.UnsupportedError)
+    assert "Output 0 of the model is the Python str 'hello'" in str(error) and "--DEBUG--" not in str(error)
+
+
+@pytest.mark.parametrize("which", ["filename", "report"])
+def test_a_path_that_is_not_a_path_is_refused(tmp_path, which):
+    with pytest.raises(tonnx.OutputFileError, match=f"{which}=123: give a path"):
+        tonnx.to_onnx(Linear(), (torch.randn(2, 4),), **{which: 123})
+
+
+def test_an_output_name_an_internal_result_has_is_honoured():
+    import onnxruntime
+
+    model, x = Linear().eval(), torch.randn(2, 4)
+    onx = tonnx.to_onnx(model, (x,), output_names=["linear"])
+    assert [o.name for o in onx.graph.output] == ["linear"]
+    got = onnxruntime.InferenceSession(onx.SerializeToString()).run(None, {"x": x.numpy()})[0]
+    torch.testing.assert_close(torch.from_numpy(got), model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_an_output_name_an_input_has_is_refused(tmp_path):
+    error = export_into(tmp_path, Linear(), (torch.randn(2, 4),), output_names=["linear.weight"])
+    assert "output_names[0]='linear.weight' is already the name of an input or a weight" in str(error)
+    assert "--DEBUG--" not in str(error)
+
+
+@pytest.mark.parametrize("which", ["input_names", "output_names"])
+def test_names_given_as_one_string_are_refused_with_the_fix(tmp_path, which):
+    error = export_into(tmp_path, Linear(), (torch.randn(2, 4),), **{which: "features"})
+    assert f"{which}='features' is a string; give a list of names: {which}=['features']" in str(error)

@@ -185,6 +185,7 @@ class Interpreter:
         gm = ep.graph_module
         self.make_plan(gm)
         self._inputs(ep)
+        self._reserve_output_names(ep)
         results = self._run_graph(gm)
         self._outputs(ep, results)
 
@@ -290,8 +291,21 @@ class Interpreter:
             results: tuple = ()
         elif type(result) is str:
             results = (result,)
+        elif isinstance(result, (tuple, list)) and all(type(r) is str or r is None for r in result):
+            results = tuple(r or "" for r in result)
         else:
-            results = tuple(result)
+            raise ConverterOutputError(
+                f"{cand.describe()} returned {result!r} ({type(result).__name__}) for FX node "
+                f"{node.name!r} ({self._key(node.target)}): a converter returns the name of its "
+                f"result, a str (or a tuple of names, one per output)."
+            )
+        unknown = [r for r in results if r and not self.g.has_name(r)]
+        if unknown:
+            raise ConverterOutputError(
+                f"{cand.describe()} returned {unknown[0]!r} for FX node {node.name!r} "
+                f"({self._key(node.target)}), a name no node, input or constant of the graph "
+                f"defines: return what g.op.<Op>(..., outputs=outputs) returned."
+            )
         if len(results) != len(outputs):
             raise ConverterOutputError(
                 f"{cand.describe()} returned {len(results)} result(s) {list(results)} for "
@@ -551,6 +565,12 @@ class Interpreter:
                     f"Output {i} of the model ({value.name!r}) is a complex tensor: tonnx does "
                     f"not make complex model outputs. Return torch.view_as_real(result) instead."
                 )
+            if not hasattr(value, "meta") and not isinstance(value, (int, float, bool)):
+                raise UnsupportedError(
+                    f"Output {i} of the model is the Python {type(value).__name__} {value!r}, "
+                    f"not a tensor: ONNX outputs are tensors. Return torch.tensor(...) or leave "
+                    f"it out of forward's result."
+                )
             name = self._map(value)
             if type(name) is not str:
                 name = g.make_initializer("", name)
@@ -568,6 +588,23 @@ class Interpreter:
                 g.make_tensor_output(name, g.get_type(name), g.get_shape(name))
         for value, spec in mutations:
             self._mutation_output(ep, value, spec, seen)
+
+    def _reserve_output_names(self, ep) -> None:
+        """The model's output names are taken before any node is named, so that a result
+        inside the graph never takes one (``output_names=["linear"]`` of a Linear model);
+        a name an input or weight already has is refused."""
+        out = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
+        specs = ep.graph_signature.output_specs
+        values = [v for v, s in zip(out.args[0], specs) if s.kind.name == "USER_OUTPUT"]
+        for i, (wanted, value) in enumerate(zip(self.output_names, values)):
+            if not wanted or wanted == getattr(value, "name", None):
+                continue  # that FX node is named so already: no copy needed
+            if self.g.has_name(wanted):
+                raise TonnxError(
+                    f"output_names[{i}]={wanted!r} is already the name of an input or a "
+                    f"weight of the model; choose another output name."
+                )
+            self.g.unique_name(wanted)
 
     def _mutation_output(self, ep, value, spec, seen: set[str]) -> None:
         """The new value of a buffer, parameter or input that forward writes to, as the
