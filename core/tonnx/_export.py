@@ -90,6 +90,8 @@ def to_onnx(
     _check_report(report, filename)
     if weights is not None and filename is None:
         raise OutputFileError("weights= streams weights into a file: pass filename= too.")
+    if weights is not None:
+        _check_weights_kept(weights, filename, report)
     opsets = _opsets(target_opset)
     record = _report.ExportRecord() if report is not None else None
     # the packs' patches last until the names are read off the program's pytree specs
@@ -346,6 +348,24 @@ def _check_report(report, filename: str | None) -> None:
             f"replace the model. Give the report its own name, e.g. report='report.md'."
         )
     ModelFile(report, what="report").probe(data_files=False)
+
+
+def _check_weights_kept(weights, filename: str, report) -> None:
+    """Fails before torch.export if the model, its data file or the report would replace a
+    safetensors file of ``weights=`` (read while the model is written)."""
+    from .builder._file_writer import ModelFile
+    from .builder._weights import expand
+
+    model = ModelFile(filename)
+    for path in expand(weights):
+        for what, hit in (("filename", model.owns(path)),
+                          ("report", report is not None and ModelFile(os.fspath(report)).owns(path))):
+            if hit:
+                raise OutputFileError(
+                    f"{what}= would replace {path!r}, a safetensors file of weights= the model "
+                    f"is read from: write the {'model' if what == 'filename' else 'report'} "
+                    f"under another name."
+                )
 
 
 def _save(g, filename: str, external_data: bool | None, weights=None):

@@ -269,3 +269,17 @@ def test_temporary_of_a_reused_pid_is_removed(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("which", ["filename", "data file", "report"])
+def test_outputs_never_replace_a_weights_file(tmp_path, no_torch_export, which):
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    checkpoint = tmp_path / {"filename": "m.onnx", "data file": "m.onnx.data", "report": "r.md"}[which]
+    save_file(_Mlp().state_dict(), str(checkpoint))
+    before = checkpoint.read_bytes()
+    with pytest.raises(tonnx.OutputFileError, match=f"{'report' if which == 'report' else 'filename'}= would replace"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=tmp_path / "m.onnx", weights=str(checkpoint),
+                      report=tmp_path / "r.md")
+    assert checkpoint.read_bytes() == before and os.listdir(tmp_path) == [checkpoint.name]
