@@ -251,6 +251,9 @@ class Interpreter:
         if written:
             value = self.env[node]
             for i, returned in written:
+                lost = _mutations.lost_write(node, i)
+                if lost:
+                    raise ConversionError(f"FX node {node.format_node()} {lost}")
                 if returned is not None:
                     self.env[node.args[i]] = value if type(value) is str else value[returned]
 

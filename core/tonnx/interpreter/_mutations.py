@@ -96,8 +96,14 @@ def slice_write(node) -> list | None:
 def needs_functionalization(graph) -> bool:
     """True when an in-place op writes to an input, to a tensor views alias, or to a
     tensor it does not return while the graph reads that tensor elsewhere (a ``copy_``
-    into slices of a fresh tensor, :func:`slice_write`, is converted without)."""
+    into slices of a fresh tensor, :func:`slice_write`, is converted without).
+
+    The subgraphs of higher-order ops count too: a ``torch.no_grad()`` function becomes a
+    ``wrap_with_set_grad_enabled`` subgraph the interpreter inlines, and a write through a
+    view there would otherwise be dropped (PEGASUS-X's position embedding)."""
     for node in graph.nodes:
+        if node.op == "get_attr" and _subgraph_needs_functionalization(graph, node):
+            return True
         if node.op != "call_function" or slice_write(node) is not None:
             continue
         for i, returned in written_arguments(node.target):
@@ -110,3 +116,25 @@ def needs_functionalization(graph) -> bool:
             if any(_is_view(user) for user in others) or (returned is None and others):
                 return True
     return False
+
+
+def _subgraph_needs_functionalization(graph, node) -> bool:
+    sub = getattr(graph.owning_module, node.target, None) if graph.owning_module is not None else None
+    return hasattr(sub, "graph") and needs_functionalization(sub.graph)
+
+
+def lost_write(node, i: int) -> str:
+    """Why rebinding ``node``'s written argument ``i`` would lose the write ("" when it
+    would not): the tensor is an input or a view, which only functionalization handles.
+    The interpreter checks it so a missed case fails instead of computing wrong numbers."""
+    mutated = node.args[i] if i < len(node.args) else None
+    if not hasattr(mutated, "op"):
+        return "writes into an argument that is not a tensor of the graph"
+    if mutated.op == "placeholder" or _is_view(mutated):
+        kind = "an input" if mutated.op == "placeholder" else f"the view {mutated.name!r}"
+        return (
+            f"writes into {kind}, which the program was not functionalized for: "
+            f"a tonnx bug (tonnx.interpreter._mutations.needs_functionalization missed it); "
+            f"please report it with the model"
+        )
+    return ""
