@@ -2,8 +2,8 @@
 
 A tensor nested in a structure is named by its path: ``past_key_values.0.key`` for a cache
 input, ``logits`` and ``present.0.key`` for the fields of a ``ModelOutput`` (the names optimum
-and onnxruntime-genai use, whether the model calls its cache ``past_key_values`` or, since
-transformers 5.24, ``cache``; a cache output is ``present``, an encoder-decoder cache's layers
+and onnxruntime-genai use, whether the model calls its cache ``past_key_values`` or
+``cache``; a cache output is ``present``, an encoder-decoder cache's layers
 are ``.decoder``/``.encoder``). Top-level tensors keep the name torch.export gave them (the
 parameter name); outputs that are a bare tensor or a tuple keep the interpreter's names.
 ``input_names``/``output_names`` given by the user override these, position by position.
@@ -12,8 +12,8 @@ parameter name); outputs that are a bare tensor or a tuple keep the interpreter'
 from __future__ import annotations
 
 _CACHE_PARTS = {"self_attention": "decoder", "cross_attention": "encoder"}
-#: What a cache argument or output field is called: transformers 5.24 renamed
-#: ``past_key_values`` to ``cache``; the ONNX names stay the field's conventional ones.
+#: What a cache argument or output field is called (newer model code says ``cache`` for
+#: ``past_key_values``); the ONNX names stay the field's conventional ones.
 _CACHE_ROOTS = ("past_key_values", "present_key_values", "cache")
 
 

@@ -3,8 +3,8 @@
 torch.export (2.13) cannot take ``dynamic_shapes`` for such inputs: it checks the spec
 against forward's parameters (``{"kwargs": {...}}``) and later against the call's keywords,
 so both forms fail (``AssertionError: Must provide a tree_name when there might be a
-mismatch``). transformers 5.24 hits it on every decoder called as people call it: it renamed
-``past_key_values`` to ``cache`` and takes the old name through ``**kwargs``.
+mismatch``). A decoder whose library renamed ``past_key_values`` to ``cache`` and takes the
+old name through ``**kwargs`` hits it whenever it is called the old way.
 
 For the duration of the export, the module's ``forward`` is an instance attribute with the
 same parameters, ``**kwargs`` replaced by one keyword-only parameter per such input; it

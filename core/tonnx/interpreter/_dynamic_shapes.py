@@ -254,8 +254,8 @@ def _check_not_bounded(ep, symbol, name: str, path: str, axis: int) -> None:
         f"{name} in [{bounds.lower}, {upper}] only: the model's code branches on its value (for "
         f"example a sliding window), and the exported graph would be wrong beyond {upper}. "
         f"Give Dim({name!r}, max={upper}) to accept that range, or change what the code "
-        f"branches on (for a transformers cache: build the DynamicCache from (key, value) "
-        f"pairs without config=, so no layer is a sliding-window layer)."
+        f"branches on (for a KV cache: build it from (key, value) pairs with no sliding-window "
+        f"layer; docs/llm-export.md)."
     )
 
 
