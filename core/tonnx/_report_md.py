@@ -129,37 +129,61 @@ def _packs(record: ExportRecord) -> list[str]:
 
 
 def _missing_ops(record: ExportRecord) -> dict[str, list]:
-    """Every op of the graph (subgraphs included) without a converter -> its FX nodes."""
+    """Every op without a converter -> ``(user's FX node, what reached it)`` pairs.
+
+    Ops of the graph (subgraphs included) are reached by ``None``; ops of the graph a
+    decomposition (a graph converter) lowers a user's op into are reached by that op's key,
+    and listed under the user's node, whose stack trace is the user's line.
+    """
     if record.ep is None or record.registry is None:
         return {}
+    missing: dict[str, list] = {}
+    expansions = getattr(record.interpreter, "_expansions", None) or {}
+    for module in record.ep.graph_module.modules():
+        graph = getattr(module, "graph", None)
+        for node in graph.nodes if graph is not None else ():
+            for key, via in _missing_in(record, node, expansions, None, set()):
+                missing.setdefault(key, []).append((node, via))
+    return missing
+
+
+def _missing_in(record: ExportRecord, node, expansions: dict, via: str | None, seen: set):
+    """``(key, via)`` for ``node`` and, through decompositions, the nodes it lowers into."""
     from .dispatch._converter import target_key
     from .interpreter import _higher_order, _symbolic
     from .interpreter._values import complex_values
 
     native = set(_symbolic.handlers()) | set(_symbolic.no_op_targets()) | set(_higher_order.targets())
-    missing: dict[str, list] = {}
-    for module in record.ep.graph_module.modules():
-        graph = getattr(module, "graph", None)
-        for node in graph.nodes if graph is not None else ():
-            if node.op != "call_function" or node.target is operator.getitem or node.target in native:
-                continue
-            key = target_key(node.target)
-            try:
-                found = record.registry.resolve(key, node, complex=bool(complex_values(node)))
-            except Exception:  # a tie is reported as the error itself
-                continue
-            if found is None:
-                missing.setdefault(key, []).append(node)
-    return missing
+    if node.op != "call_function" or node.target is operator.getitem or node.target in native:
+        return
+    key = target_key(node.target)
+    try:
+        found = record.registry.resolve(key, node, complex=bool(complex_values(node)))
+    except Exception:  # a tie is reported as the error itself
+        return
+    if found is None:
+        yield key, via
+        return
+    sub = expansions.get(node)
+    if sub is not None and id(sub) not in seen:
+        seen.add(id(sub))
+        for inner in sub.graph.nodes:
+            yield from _missing_in(record, inner, expansions, via or key, seen)
 
 
 def _missing_section(record: ExportRecord, missing: dict[str, list]) -> list[str]:
     lines = [f"## Ops without a converter ({len(missing)})", ""]
-    for key, nodes in sorted(missing.items()):
+    for key, pairs in sorted(missing.items()):
+        nodes = [n for n, _ in pairs]
         names = ", ".join(f"`{n.name}`" for n in nodes[:NODES_SHOWN])
         more = f" and {len(nodes) - NODES_SHOWN} more" if len(nodes) > NODES_SHOWN else ""
         lines.append(f"### `{key}`: {len(nodes)} node(s): {names}{more}")
         lines.append("")
+        vias = sorted({via for _, via in pairs if via})
+        if vias:
+            by = ", ".join(f"`{v}`" for v in vias)
+            lines += [f"Not in your graph: reached through the decomposition of {by} (your op, "
+                      f"node(s) above), which lowers it into `{key}`.", ""]
         where = _last_user_line(nodes[0])
         if where:
             lines += [f"First use: `{where}`", ""]
@@ -184,6 +208,10 @@ def _fixes(record: ExportRecord, key: str) -> list[str]:
 
     fixes = []
     manager = record.manager
+    enabled_fallbacks = [n for n, spec in record.registry.packs.items() if spec is not None and spec.fallback]
+    if enabled_fallbacks:
+        fixes.append(f"the fallback pack(s) enabled ({', '.join(enabled_fallbacks)}) do not convert "
+                     f"it either")
     for name in sorted(manager.specs) if manager is not None else ():
         if name in record.registry.packs:
             continue

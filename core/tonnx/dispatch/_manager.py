@@ -290,11 +290,19 @@ class PackManager:
         lines.append(f"Packs searched (opset {registry.opset}): {enabled or 'none'}.")
         if self.failures:
             lines.append(f"Packs that failed to load: {self.failures}.")
-        lines.append(
-            "Fix: install or enable a pack that converts these ops (`tonnx packs` lists them), "
-            "register your own with tonnx.Dispatcher(converters={op: function}), or allow a "
-            "fallback explicitly, e.g. dispatcher=tonnx.Dispatcher(fallback='onnxscript')."
-        )
+        fallbacks = [name for name, spec in registry.packs.items() if spec is not None and spec.fallback]
+        if fallbacks:  # already enabled: suggesting one would send the user in a circle
+            lines.append(
+                f"Fix: install or enable a pack that converts these ops (`tonnx packs` lists "
+                f"them), or register your own with tonnx.Dispatcher(converters={{op: function}}); "
+                f"the fallback pack(s) enabled ({', '.join(fallbacks)}) do not convert them either."
+            )
+        else:
+            lines.append(
+                "Fix: install or enable a pack that converts these ops (`tonnx packs` lists them), "
+                "register your own with tonnx.Dispatcher(converters={op: function}), or allow a "
+                "fallback explicitly, e.g. dispatcher=tonnx.Dispatcher(fallback='onnxscript')."
+            )
         return ConverterNotFoundError("\n".join(lines), missing)
 
     def disabled_handlers(self, key: str, enabled: list[str], extra: dict | None = None) -> str:
