@@ -131,3 +131,56 @@ def test_cache_length_capped_by_the_trace_is_refused():
     past = Dim("past", max=7)
     onx = tonnx.to_onnx(CacheBranch(), (torch.randn(1), cache), dynamic_shapes=(None, {2: past}))
     assert _dims(onx.graph.input[1]) == [1, 2, "past", 4]
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def test_two_names_for_one_dimension_are_refused():
+    """Was: 'b' silently renamed 'a' (torch.export unifies the two: x + y needs them equal)."""
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    with pytest.raises(tonnx.DynamicShapesError, match=r"names one dimension twice.*'a'.*'b'.*same name \('a'\)"):
+        tonnx.to_onnx(Add(), (x, y), dynamic_shapes=({0: "a"}, {0: "b"}))
+    onx = tonnx.to_onnx(Add(), (x, y), dynamic_shapes=({0: "a"}, {0: "a"}))
+    assert _dims(onx.graph.input[1]) == ["a", 3]
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_dimension_name_is_refused(name):
+    with pytest.raises(tonnx.DynamicShapesError, match="must not be empty"):
+        tonnx.to_onnx(Add(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic_shapes=({0: name}, {0: name}))
+
+
+def test_a_size_from_floor_division_by_a_size_gets_a_fresh_name():
+    """torch's view(-1, 6) sizes divide by symbolic sizes, and torch's simplification of
+    them is not exact (the issue saw c*((4//(((2*c)//3)))): 0 at c = 9, where the size is
+    6): such a dimension gets a fresh name, never the formula. A formula dividing by a
+    constant is kept, and what is declared agrees with onnxruntime at every size."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv
+
+    from tonnx.interpreter._values import ShapeNamer
+
+    s = sympy.Symbol("s0", integer=True, positive=True)
+
+    class Size:  # what ShapeNamer reads of a SymInt
+        def __init__(self, expr):
+            self.node = type("node", (), {"expr": expr})()
+
+    namer = ShapeNamer({"s0": "c"})
+    wrong = namer.dim(Size(s * FloorDiv(4, FloorDiv(2 * s, 3))))
+    assert wrong.startswith("unk__") and namer.dim(Size(FloorDiv(2 * s, 3))) == "((2*c)//3)"
+
+    class View(torch.nn.Module):
+        def forward(self, x):
+            return x.view(-1, 6)
+
+    onx = tonnx.to_onnx(View(), (torch.randn(6, 4),), dynamic_shapes=({0: "c"},))
+    declared = _dims(onx.graph.output[0])
+    assert declared[1] == 6 or declared[1].startswith("unk__"), declared
+    for c in (3, 9, 12):
+        (got,) = run_onnxruntime(onx, [np.zeros((c, 4), np.float32)])
+        for d, size in zip(declared, got.shape):
+            assert d == size or type(d) is str and (d.startswith("unk__") or eval(d, {"c": c}) == size)

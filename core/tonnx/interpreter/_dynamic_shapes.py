@@ -52,6 +52,11 @@ def _per_tensor(spec, tensor, path: str, named: list):
             )
         if d is None:
             continue
+        if isinstance(d, str) and not d.strip():
+            raise DynamicShapesError(
+                f"dynamic_shapes{path}: axis {axis} is named {d!r}; a dimension name must not "
+                f"be empty. Give it a name ({{{axis}: 'batch'}}) or torch.export.Dim.DYNAMIC."
+            )
         name = _dim_name(d)
         if name is not None:
             named.append((tensor, axis % tensor.dim(), name, path, isinstance(d, str)))
@@ -208,6 +213,7 @@ def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
     positions = {id(t): i for i, t in enumerate(leaves) if _is_tensor(t)}
     user_inputs = _user_inputs(ep)
     names: dict[str, str] = {}
+    given: dict[str, str] = {}  # symbol -> where its name was first given
     for tensor, axis, name, path, kind in named:
         index = positions.get(id(tensor))
         if index is None or index >= len(user_inputs):
@@ -229,8 +235,21 @@ def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
         if d is not None and d.node.expr.is_Symbol:
             if kind == "cache":
                 _check_not_bounded(ep, d.node.expr, name, path, axis)
-            names.setdefault(d.node.expr.name, name)
+            _check_one_name(names, given, d.node.expr.name, name, f"{path} axis {axis}")
     return names
+
+
+def _check_one_name(names: dict, given: dict, symbol: str, name: str, where: str) -> None:
+    """Records ``symbol`` -> ``name``; two names for one dimension are refused: torch.export
+    found them equal (the code requires it, ``x + y``), so one of them would be dropped."""
+    first = names.setdefault(symbol, name)
+    given.setdefault(symbol, where)
+    if first != name:
+        raise DynamicShapesError(
+            f"dynamic_shapes names one dimension twice: {given[symbol]} is {first!r} and "
+            f"{where} is {name!r}, but torch.export found them equal (the model's code "
+            f"requires it, e.g. x + y). Give both the same name ({first!r})."
+        )
 
 
 def _check_not_bounded(ep, symbol, name: str, path: str, axis: int) -> None:

@@ -178,6 +178,7 @@ class ShapeNamer:
     def __init__(self, dim_names: dict[str, str] | None = None):
         self.dim_names = dict(dim_names or {})
         self._cache: dict[Any, str] = {}
+        self._fresh = 0
 
     def dim(self, d) -> int | str:
         if type(d) is int:
@@ -194,6 +195,11 @@ class ShapeNamer:
     def _name(self, expr) -> str:
         if expr.is_Symbol:
             return self.dim_names.get(expr.name, expr.name)
+        if _divides_by_a_size(expr):
+            # torch simplifies these inexactly: view(-1, 6) of (c, 4) gives c*(4//((2*c)//3)),
+            # 0 at c = 9 where the size is 6. A fresh name claims nothing wrong.
+            self._fresh += 1
+            return f"unk__tonnx_{self._fresh}"
         import sympy
 
         renames = {
@@ -221,6 +227,20 @@ class ShapeNamer:
         if dtype is not None:
             return onnx_type_from_torch(dtype), self.shape(val.shape)
         return _scalar_type(val), (() if _scalar_type(val) is not None else None)
+
+
+def _divides_by_a_size(expr) -> bool:
+    """True when ``expr`` holds a floor division or modulo by a symbolic expression."""
+    import sympy
+
+    for sub in sympy.preorder_traversal(expr):
+        if type(sub).__name__ in _DIVISIONS and len(sub.args) == 2 and sub.args[1].free_symbols:
+            return True
+    return False
+
+
+#: torch's sympy functions for integer division and remainder (torch.utils._sympy.functions)
+_DIVISIONS = frozenset({"FloorDiv", "CleanDiv", "Mod", "PythonMod", "IntTrueDiv", "CeilDiv"})
 
 
 def _scalar_type(val) -> int | None:
