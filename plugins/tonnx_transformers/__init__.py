@@ -12,7 +12,8 @@
 It ships inside tonnx's distribution so that ``pip install tonnx transformers`` exports an LLM
 with its cache with no extra step. Nothing here imports transformers: without it imported,
 the patches do nothing and the converters are never asked for. ``Dispatcher(packs=
-["no:transformers"])`` or ``TONNX_PACKS=no:transformers`` blocks the pack, patches included.
+["no:transformers"])`` or ``TONNX_PACKS=no:transformers`` blocks the pack, patches included
+(a cache registration made by an earlier export of the process stays; see ``cache.py``).
 """
 
 from __future__ import annotations
