@@ -106,6 +106,8 @@ USAGE_ERRORS = [
     (["export", f"{TARGETS}:mlp", "-o", "x.onnx", "--dynamic", "nosuch=0"], "not arguments"),
     (["export", f"{TARGETS}:mlp_dict", "-o", "x.onnx", "--dynamic", "x=0"], "use one"),
     (["export", f"{TARGETS}:mlp", "-o", "x.onnx", "--pack", "nosuchpack"], "nosuchpack"),
+    (["export", f"{TARGETS}:mlp", "-o", "x.onnx", "--pack", "aten=abc"], "priority must be an integer"),
+    (["export", f"{TARGETS}:mlp", "-o", "x.onnx", "--pack", "aten", "--no-pack", "aten"], "both name pack 'aten'"),
     (["export", f"{TARGETS}:mlp", "-o", "x.onnx", "--opset", "99"], "invalid choice"),
     (["export", f"{TARGETS}:mlp"], "-o/--output"),
     (["show", "nothing.onnx"], "is not a file"),

@@ -77,7 +77,7 @@ def _installed_broken_packs(folder):
         def tonnx_pack():
             return tonnx.PackSpec(name="lazy", load=_load)
         """))
-    return {**os.environ, "PYTHONPATH": str(folder)}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
 
 
 def _run(*args, env=None, cwd=None):
