@@ -12,6 +12,7 @@ import os
 import sys
 
 from ._cli import _codes, _explain, _packs, add_commands
+from ._cli._pack_commands import add_pack_commands
 
 
 def _coverage(args) -> int:
@@ -32,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     add_commands(parser, sub)  # export, demo, show, --version (tonnx._cli)
     _packs.add_parser(sub)
     _explain.add_parser(sub)
+    add_pack_commands(sub)  # the packs' own commands (PackSpec.commands)
     coverage = sub.add_parser(
         "coverage", help="per installed pack: the keys it registers and those its tests cover"
     )

@@ -9,6 +9,9 @@
   runs for mixture-of-experts layers (Mixtral, Qwen3-MoE, DeepSeek-V3, ...) whenever torch's
   grouped matmul cannot be used (always under torch.export on CPU with float32 weights).
 
+- **``tonnx export-llm``** (``llm/``, :func:`export_llm`): a causal LM -> a folder
+  onnxruntime-genai runs (``model.onnx``, ``genai_config.json``, tokenizer files).
+
 It ships inside tonnx's distribution so that ``pip install tonnx transformers`` exports an LLM
 with its cache with no extra step. Nothing here imports transformers: without it imported,
 the patches do nothing and the converters are never asked for. ``Dispatcher(packs=
@@ -20,6 +23,10 @@ from __future__ import annotations
 
 from tonnx import PackSpec, hookimpl
 
+from .llm import GreedyCheckError, LLMExport, export_llm
+
+__all__ = ["GreedyCheckError", "LLMExport", "export_llm"]
+
 __version__ = "0.1.0"
 
 
@@ -27,6 +34,12 @@ def _load():
     from . import moe
 
     return list(moe.CONVERTERS)
+
+
+def _commands(sub):
+    from .llm.command import add_commands
+
+    add_commands(sub)
 
 
 def _export_patches():
@@ -44,4 +57,5 @@ def tonnx_pack() -> PackSpec:
         priority=100,
         description="transformers models: cache pytree nodes, eager experts, transformers::grouped_mm_fallback",
         export_patches=_export_patches,
+        commands=_commands,
     )

@@ -369,7 +369,7 @@ def check_spec(spec: Any, label: str) -> None:
         problems.append(f"name {spec.name!r} is not a simple identifier")
     if not callable(spec.load):
         problems.append("load is not callable")
-    for hook in ("load_for_runtime", "runtime_requirements"):
+    for hook in ("load_for_runtime", "runtime_requirements", "commands"):
         if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
             problems.append(f"{hook} is not callable")
     if type(spec.priority) is not int:

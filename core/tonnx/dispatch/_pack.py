@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Default priority of a pack; the in-house converters of a dispatcher always win.
 DEFAULT_PRIORITY = 100
@@ -53,3 +54,9 @@ class PackSpec:
     #: ``domain``, ``inputs``, ``attributes``) as the pack meant; the model records the
     #: highest over all packs as ``pkg.tonnx.min_<runtime>`` metadata
     runtime_requirements: Callable[[list], Mapping[str, str]] | None = None
+    #: optional: called with the ``tonnx`` command's argparse subparsers while the command
+    #: line is parsed; adds the pack's subcommands (``sub.add_parser(NAME, ...)``, each with
+    #: ``set_defaults(run=...)``, a function of the parsed arguments returning an exit code).
+    #: Keep it cheap (no torch import): import what a command needs in its ``run``. A name
+    #: already taken is a ``PackLoadError``
+    commands: Callable[[Any], None] | None = None

@@ -1,0 +1,19 @@
+"""``tonnx export-llm``: a transformers causal LM -> a folder onnxruntime-genai runs.
+
+- ``export.py``: :func:`export_llm`, the steps in order (load, export, precision, config,
+  tokenizer, greedy check, publish);
+- ``source.py``: SOURCE (a folder, built on ``meta``, or a callable) -> the model;
+- ``inputs.py``: the step-with-a-cache call it is exported with;
+- ``precision.py``: the precision step (fp32 today);
+- ``genai_config.py``: ``genai_config.json`` from the graph's names and the model's config;
+- ``verify.py``: greedy tokens in onnxruntime against transformers before publishing;
+- ``folder.py``: the staging folder renamed to OUT, tokenizer files;
+- ``command.py``: the ``tonnx export-llm`` command the pack contributes.
+"""
+
+from __future__ import annotations
+
+from .export import LLMExport, export_llm
+from .verify import GreedyCheckError
+
+__all__ = ["GreedyCheckError", "LLMExport", "export_llm"]

@@ -1,0 +1,67 @@
+"""``tonnx export-llm SOURCE -o OUT``: the command this pack adds to ``tonnx`` (PackSpec.commands)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EPILOG = """\
+SOURCE: a transformers model folder (config.json, *.safetensors, tokenizer files) or
+MODULE_OR_FILE:CALLABLE returning a causal LM (called with no arguments).
+
+OUT receives model.onnx, model.onnx.data, genai_config.json and the tokenizer files:
+onnxruntime_genai.Model(OUT) runs it. It is written beside OUT and renamed once checked.
+
+Exit codes: 0 written, 1 failed, 2 bad usage or source, 3 ops without a converter,
+4 torch.export failed, 5 the greedy check failed (nothing written).
+
+Example: tonnx export-llm ./my-llama -o ./my-llama-onnx
+"""
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser(
+        "export-llm", help="export a transformers causal LM to an onnxruntime-genai folder",
+        description="Export a causal LM with its KV cache to a folder onnxruntime-genai runs.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("source", metavar="SOURCE", help="model folder or MODULE_OR_FILE:CALLABLE")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the folder to write")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16", "int8", "int4"],
+                   help="weights' precision (fp32 only today; the others are refused)")
+    p.add_argument("--tokenizer", metavar="DIR", help="copy the tokenizer files from DIR "
+                   "(default: the source folder)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the greedy check against transformers (it loads the model in "
+                        "memory once: skip it for a model larger than memory)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no summary")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from tonnx import TonnxError
+    from tonnx._cli import _codes
+
+    from .export import export_llm
+    from .source import SourceError
+    from .verify import GreedyCheckError
+
+    try:
+        result = export_llm(args.source, args.output, precision=args.precision,
+                            verify=not args.no_verify, tokenizer=args.tokenizer,
+                            progress=False if args.quiet else None)
+    except SourceError as e:
+        print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
+        return _codes.USAGE
+    except GreedyCheckError as e:
+        print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
+        return _codes.VERIFY_FAILED
+    except TonnxError as e:
+        print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
+        return _codes.of_error(e)
+    if not args.quiet:
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
+        print(f"wrote {result.out}: {', '.join(result.files)} ({phases})")
+        if result.check is not None:
+            print(result.check.line())
+    return _codes.OK

@@ -1,0 +1,115 @@
+"""``export_llm``: a transformers causal LM -> a folder onnxruntime-genai runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import folder as _folder
+from . import precision as _precision
+from .source import load_source
+
+MODEL_FILE = "model.onnx"
+
+
+@dataclass
+class LLMExport:
+    """What :func:`export_llm` wrote and measured."""
+
+    out: str
+    files: list[str]
+    seconds: dict[str, float] = field(default_factory=dict)
+    check: Any = None
+
+
+class _Phases:
+    """The phase shown by tonnx's progress line (``tonnx._cli._progress.Progress``)."""
+
+    current: str | None = None
+
+    def node_progress(self) -> tuple[int, int]:
+        return 0, 0
+
+
+def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
+               verify: bool = True, tokenizer: str | None = None,
+               progress: bool | None = False) -> LLMExport:
+    """Exports a causal LM to a folder that ``onnxruntime_genai.Model(out)`` opens.
+
+    - ``source``: a transformers model folder (``config.json``, ``*.safetensors``, tokenizer
+      files), ``"MODULE_OR_FILE:CALLABLE"`` returning a model, or the model itself. A
+      folder's weights are streamed from its safetensors files into ``model.onnx.data``
+      (the model is built on ``meta``: no copy of the weights in memory during the export).
+    - ``out``: the folder written: ``model.onnx`` and ``model.onnx.data``, ``genai_config.json``
+      and the tokenizer files. Written beside it, checked, then renamed: never a half folder.
+    - ``precision``: ``"fp32"`` (the only one written today; see ``precision.py``).
+    - ``verify``: before publishing, a greedy generation of 8 tokens in onnxruntime against
+      transformers' ``generate(do_sample=False)`` (loads the folder's model once in memory;
+      turn off for a model larger than memory). A mismatch raises ``GreedyCheckError``.
+    - ``tokenizer``: the folder to copy tokenizer files from (default: the source folder).
+    - ``progress``: show the phase on stderr (None: when stderr is a terminal).
+    """
+    import tonnx
+    from tonnx._cli._progress import Progress
+
+    _precision.check_precision(precision)
+    out = os.fspath(out)
+    _folder.check_output(out)
+    phases, seconds = _Phases(), {}
+
+    def phase(name: str) -> None:
+        phases.current = name
+        seconds[name] = time.perf_counter()
+
+    with Progress(phases, enabled=progress), _folder.StagingFolder(out) as staging:
+        phase("load")
+        src = load_source(source, precision=precision, tokenizer=tokenizer)
+        phase("export")
+        model_file = os.path.join(staging.path, MODEL_FILE)
+        onx = _export(tonnx, src, model_file)
+        phase("precision")
+        _precision.apply_precision(model_file, precision)
+        phase("config")
+        _write_config(staging.path, onx, src)
+        _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
+        check = None
+        if verify:
+            phase("verify")
+            check = _verify(model_file, src, onx, precision)
+        phase("publish")
+        files = sorted(os.listdir(staging.path))
+        staging.publish()
+    ends = [*list(seconds.values())[1:], time.perf_counter()]
+    durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
+    return LLMExport(out=out, files=files, seconds=durations, check=check)
+
+
+def _export(tonnx: Any, src: Any, path: str) -> Any:
+    from .inputs import example_call
+
+    meta = bool(src.weights)
+    kwargs, dynamic = example_call(src.model, src.config, device="meta" if meta else "cpu")
+    src.model.config.use_cache = True
+    return tonnx.to_onnx(
+        src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
+        weights=src.weights or None,
+    )
+
+
+def _write_config(staging: str, onx: Any, src: Any) -> None:
+    from .genai_config import genai_config
+
+    config = genai_config(onx, src.config, src.generation_config, filename=MODEL_FILE)
+    with open(os.path.join(staging, "genai_config.json"), "w") as f:
+        json.dump(config, f, indent=4)
+        f.write("\n")
+
+
+def _verify(model_file: str, src: Any, onx: Any, precision: str) -> Any:
+    from .verify import check_greedy
+
+    return check_greedy(model_file, src.reference(), src.config.vocab_size,
+                        atol=_precision.tolerance(precision))

@@ -1,0 +1,134 @@
+"""``genai_config.json``: what onnxruntime-genai needs to run the exported decoder.
+
+Written from data: the cache's names, layer count, key/value heads and head size are read
+from the exported graph's inputs and outputs, the rest from the model's config and its
+generation config. Nothing is copied from a template. The model type is onnxruntime-genai's
+generic ``decoder``: the graph is self-contained (positions, rotary, masking are in it), so
+no architecture-specific behaviour of the runtime is wanted.
+
+``past_present_share_buffer`` is false: tonnx's presents are ``past + sequence`` long, a new
+buffer each step, which onnxruntime-genai then feeds back as the next past.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tonnx import UnsupportedError
+
+_CACHE = re.compile(r"^(?P<prefix>.*?)\.(?P<layer>\d+)\.(?P<kind>key|value)$")
+
+
+def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "model.onnx") -> dict:
+    """The config as a dict, for the graph ``onx`` (an ``onnx.ModelProto``, weights not needed)."""
+    inputs = {i.name: i for i in onx.graph.input}
+    outputs = {o.name: o for o in onx.graph.output}
+    past_key, past_value, layers = _cache_names(list(inputs), "past")
+    present_key, present_value, present_layers = _cache_names(list(outputs), "present")
+    if present_layers != layers:
+        raise UnsupportedError(f"The graph has {layers} past and {present_layers} present layers.")
+    for needed, where in (("input_ids", inputs), ("attention_mask", inputs), ("logits", outputs)):
+        if needed not in where:
+            raise UnsupportedError(f"The exported graph has no {needed!r}: {sorted(where)}.")
+    _, kv_heads, _, head_size = _dims(inputs[past_key % 0])
+    vocab = _dims(outputs["logits"])[-1]
+    eos = _ids(generation.eos_token_id) or _ids(config.eos_token_id)
+    pad = _ids(generation.pad_token_id) or _ids(getattr(config, "pad_token_id", None)) or eos
+    context = _context_length(config)
+    names_in = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
+    if "position_ids" in inputs:
+        names_in["position_ids"] = "position_ids"
+    decoder = {
+        "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+        "filename": filename,
+        "head_size": head_size,
+        "hidden_size": config.hidden_size,
+        "inputs": {**names_in, "past_key_names": past_key, "past_value_names": past_value},
+        "outputs": {"logits": "logits", "present_key_names": present_key,
+                    "present_value_names": present_value},
+        "num_attention_heads": config.num_attention_heads,
+        "num_hidden_layers": layers,
+        "num_key_value_heads": kv_heads,
+    }
+    model = {
+        "bos_token_id": _one(_ids(generation.bos_token_id) or _ids(getattr(config, "bos_token_id", None))),
+        "context_length": context,
+        "decoder": decoder,
+        "eos_token_id": _one(eos),
+        "pad_token_id": pad[0] if pad else None,
+        "type": "decoder",
+        "vocab_size": vocab if isinstance(vocab, int) else config.vocab_size,
+    }
+    return {"model": {k: v for k, v in model.items() if v is not None},
+            "search": _search(generation, context)}
+
+
+def _cache_names(names: list[str], prefix: str) -> tuple[str, str, int]:
+    """('past_key_values.%d.key', 'past_key_values.%d.value', layers) from the names."""
+    found: dict[str, dict[str, set[int]]] = {}
+    for name in names:
+        m = _CACHE.match(name)
+        if m and m["prefix"].startswith(prefix):
+            found.setdefault(m["prefix"], {}).setdefault(m["kind"], set()).add(int(m["layer"]))
+    if len(found) != 1:
+        raise UnsupportedError(
+            f"Expected one cache named {prefix}*.{{i}}.key|value in the graph, found "
+            f"{sorted(found) or 'none'} among {names}: onnxruntime-genai needs a plain "
+            f"per-layer key/value cache."
+        )
+    (stem, kinds), = found.items()
+    layers = kinds.get("key", set())
+    if kinds.get("value") != layers or layers != set(range(len(layers))):
+        raise UnsupportedError(f"The cache {stem}.{{i}}.key|value is not one key and one value per layer 0..n-1.")
+    return f"{stem}.%d.key", f"{stem}.%d.value", len(layers)
+
+
+def _dims(value_info: Any) -> list:
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param
+            for d in value_info.type.tensor_type.shape.dim]
+
+
+def _ids(value: Any) -> list[int]:
+    if value is None:
+        return []
+    return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)]
+
+
+def _one(ids: list[int]) -> Any:
+    return None if not ids else ids[0] if len(ids) == 1 else ids
+
+
+def _context_length(config: Any) -> int:
+    for name in ("max_position_embeddings", "n_positions", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise UnsupportedError(
+        f"{config.model_type}: no max_position_embeddings in its config, so the folder's "
+        f"context_length is unknown; set it in the config."
+    )
+
+
+def _search(generation: Any, context: int) -> dict:
+    """Search defaults from the generation config; the caller's options override them."""
+    def get(name, default):
+        value = getattr(generation, name, None)
+        return default if value is None else value
+
+    return {
+        "diversity_penalty": float(get("diversity_penalty", 0.0)),
+        "do_sample": bool(get("do_sample", False)),
+        "early_stopping": True,
+        "length_penalty": float(get("length_penalty", 1.0)),
+        "max_length": context,
+        "min_length": 0,
+        "no_repeat_ngram_size": int(get("no_repeat_ngram_size", 0)),
+        "num_beams": int(get("num_beams", 1)),
+        "num_return_sequences": int(get("num_return_sequences", 1)),
+        "past_present_share_buffer": False,
+        "repetition_penalty": float(get("repetition_penalty", 1.0)),
+        "temperature": float(get("temperature", 1.0)),
+        "top_k": int(get("top_k", 50)),
+        "top_p": float(get("top_p", 1.0)),
+    }

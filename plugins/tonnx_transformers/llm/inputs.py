@@ -1,0 +1,55 @@
+"""The call the folder's model is exported with: one step of generation with a cache.
+
+Named as onnxruntime-genai's config names them (tonnx's cache names): ``input_ids``,
+``attention_mask``, ``position_ids`` (when ``forward`` takes them),
+``past_key_values.{i}.key|value``; batch, sequence, cache and mask lengths dynamic. Every
+dynamic size of the example is 2 or more (torch.export specializes 0 and 1); the graph runs
+an empty cache (docs/llm-export.md).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+BATCH, SEQ, PAST = 2, 3, 5
+
+
+def cache_geometry(config: Any) -> tuple[int, int, int]:
+    """(layers, key/value heads, head size) of a decoder's cache, from its config."""
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return config.num_hidden_layers, kv_heads, head_dim
+
+
+def takes_position_ids(model: Any) -> bool:
+    return "position_ids" in inspect.signature(model.forward).parameters
+
+
+def example_call(model: Any, config: Any, *, device: str) -> tuple[dict, dict]:
+    """(kwargs, dynamic_shapes) of a step with a cache, tensors on ``device``."""
+    import torch
+    from transformers.cache_utils import DynamicCache
+
+    layers, kv_heads, head_dim = cache_geometry(config)
+    shape = (BATCH, kv_heads, PAST, head_dim)
+    cache = DynamicCache([
+        (torch.zeros(shape, device=device), torch.zeros(shape, device=device)) for _ in range(layers)
+    ])
+    mask = torch.ones(BATCH, PAST + SEQ, dtype=torch.int64)
+    kwargs = {
+        "input_ids": torch.zeros(BATCH, SEQ, dtype=torch.int64, device=device),
+        "attention_mask": mask.to(device),
+        "position_ids": (mask.cumsum(-1) - 1)[:, -SEQ:].to(device),
+        "past_key_values": cache,
+    }
+    dynamic = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "attention_mask": {0: "batch", 1: "total_sequence"},
+        "position_ids": {0: "batch", 1: "sequence"},
+        "past_key_values": {0: "batch", 2: "past_sequence"},
+    }
+    if not takes_position_ids(model):
+        del kwargs["position_ids"], dynamic["position_ids"]
+    return kwargs, dynamic

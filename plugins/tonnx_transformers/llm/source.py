@@ -1,0 +1,198 @@
+"""SOURCE -> the causal LM to export: a transformers folder built on ``meta``, or a callable.
+
+A folder's model is built with its parameters on the ``meta`` device (no memory) and its
+buffers on the CPU: the non-persistent ones (rotary ``inv_freq``, masks) are computed by the
+model's constructor and are in no checkpoint, so they must hold data; the weights are read
+from the folder's safetensors files one tensor at a time while the ONNX file is written
+(``to_onnx(..., weights=...)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tonnx import TonnxError, UnsupportedError
+
+
+class SourceError(TonnxError):
+    """SOURCE is not a model folder or a callable returning a causal LM (exit code 2)."""
+
+#: checkpoint dtypes each precision reads without a cast
+_DTYPES = {"fp32": "F32"}
+
+
+@dataclass
+class Source:
+    """What the folder writer needs: the model, where its weights and tokenizer are."""
+
+    model: Any
+    config: Any
+    generation_config: Any
+    #: safetensors files streamed into the model file; empty when the weights are in memory
+    weights: list[str] = field(default_factory=list)
+    #: the folder the tokenizer files are copied from (None: no tokenizer files)
+    tokenizer_folder: str | None = None
+    #: what transformers runs for the greedy check (a loader: the folder is read only then)
+    reference: Any = None
+
+
+def load_source(source: Any, *, precision: str, tokenizer: str | None = None) -> Source:
+    """A folder path, ``MODULE_OR_FILE:CALLABLE`` or an ``nn.Module`` -> :class:`Source`."""
+    import torch
+
+    if isinstance(source, torch.nn.Module):
+        return _from_module(source, tokenizer)
+    source = os.fspath(source)
+    if os.path.isdir(source):
+        return _from_folder(source, precision, tokenizer)
+    if ":" in source and not os.path.exists(source):
+        return _from_callable(source, tokenizer)
+    raise SourceError(
+        f"SOURCE {source!r} is neither a model folder (config.json and *.safetensors, as "
+        f"save_pretrained writes) nor MODULE_OR_FILE:CALLABLE returning a model."
+    )
+
+
+def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
+    import torch
+    import transformers
+
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        raise SourceError(f"{folder!r} has no config.json: give a folder save_pretrained wrote.")
+    weights = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if not weights:
+        raise UnsupportedError(
+            f"{folder!r} has no *.safetensors file: export-llm streams weights from safetensors "
+            f"only. Convert the checkpoint (model.save_pretrained(folder) writes safetensors)."
+        )
+    config = transformers.AutoConfig.from_pretrained(folder)
+    _check_causal_lm(config, folder)
+    stored = _check_dtypes(weights, precision)
+    with parameters_on_meta():
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.eval()
+    _buffers_to_meta(model, stored)
+    return Source(
+        model=model, config=config, generation_config=_generation_config(folder, model),
+        weights=weights, tokenizer_folder=tokenizer or folder,
+        reference=lambda: transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=torch.float32).eval(),
+    )
+
+
+def _from_callable(spec: str, tokenizer: str | None) -> Source:
+    from tonnx._cli._target import TargetError, _import
+
+    where, _, name = spec.rpartition(":")
+    try:
+        func = _import(where)
+    except TargetError as e:
+        raise SourceError(f"SOURCE {spec!r}: {e}") from e
+    for part in name.split("."):
+        if not hasattr(func, part):
+            raise SourceError(f"SOURCE {spec!r}: {where!r} has no attribute {name!r}.")
+        func = getattr(func, part)
+    if not callable(func):
+        raise SourceError(f"SOURCE {spec!r} is not callable: it must return a causal LM.")
+    return _from_module(func(), tokenizer)
+
+
+def _from_module(model: Any, tokenizer: str | None) -> Source:
+    import torch
+
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise SourceError(
+            f"SOURCE gave a {type(model).__name__}: expected a transformers causal LM (an "
+            f"nn.Module with a .config, e.g. AutoModelForCausalLM.from_config(...))."
+        )
+    if any(p.device.type == "meta" for p in model.parameters()):
+        raise UnsupportedError(
+            "SOURCE gave a model on the 'meta' device: give its folder instead, so that the "
+            "weights are read from its safetensors files."
+        )
+    _check_causal_lm(model.config, type(model).__name__)
+    folder = tokenizer or getattr(model.config, "_name_or_path", None) or getattr(model, "name_or_path", None)
+    model.eval()
+    return Source(
+        model=model, config=model.config, generation_config=model.generation_config,
+        tokenizer_folder=folder if folder and os.path.isdir(folder) else None,
+        reference=lambda: model,
+    )
+
+
+def _check_causal_lm(config: Any, where: str) -> None:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise UnsupportedError(
+            f"{where}: model_type {config.model_type!r} has no causal LM class in transformers "
+            f"(AutoModelForCausalLM); export-llm writes decoder-only language models."
+        )
+
+
+def _check_dtypes(weights: list[str], precision: str) -> set[str]:
+    """The tensor names of the checkpoint; refuses floating weights the precision would cast."""
+    from safetensors import safe_open
+
+    names: set[str] = set()
+    allowed = _DTYPES[precision]
+    for path in weights:
+        with safe_open(path, framework="pt") as f:
+            for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
+                names.add(key)
+                dtype = f.get_slice(key).get_dtype()
+                if dtype in ("F16", "BF16", "F64") and dtype != allowed:
+                    raise UnsupportedError(
+                        f"{os.path.basename(path)} stores {key!r} as {dtype}: export-llm "
+                        f"--precision {precision} reads {allowed} checkpoints only (a cast "
+                        f"while streaming is not implemented yet). Save the model in float32 "
+                        f"(model.to(torch.float32).save_pretrained(folder)) and export that."
+                    )
+    return names
+
+
+def _buffers_to_meta(model: Any, stored: set[str]) -> None:
+    """Persistent buffers found in the checkpoint go to 'meta': they are read from it."""
+    for name, buffer in list(model.named_buffers()):
+        if name in stored and buffer.device.type != "meta":
+            owner, _, attr = name.rpartition(".")
+            module = model.get_submodule(owner) if owner else model
+            module._buffers[attr] = buffer.to("meta")
+
+
+def _generation_config(folder: str, model: Any) -> Any:
+    from transformers import GenerationConfig
+
+    if os.path.isfile(os.path.join(folder, "generation_config.json")):
+        return GenerationConfig.from_pretrained(folder)
+    return model.generation_config
+
+
+@contextlib.contextmanager
+def parameters_on_meta() -> Iterator[None]:
+    """Within: every parameter a module registers is moved to 'meta' (buffers stay).
+
+    A parameter is created by its module's constructor (``torch.empty``: allocated, never
+    written) and moved at once, before the module initializes it, so at most one is in
+    memory. ``torch.device("meta")`` would put the buffers there too, and the non-persistent
+    ones (rotary ``inv_freq``) are in no checkpoint.
+    """
+    import torch
+
+    register = torch.nn.Module.register_parameter
+
+    def on_meta(module, name, param):
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register

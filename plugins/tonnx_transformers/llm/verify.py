@@ -1,0 +1,95 @@
+"""The check made before a folder is published: greedy generation, onnxruntime vs transformers.
+
+transformers' ``generate(do_sample=False)`` gives the tokens and the logits of each step;
+onnxruntime runs the written ``model.onnx`` as onnxruntime-genai does (an empty cache first,
+then one token per step, presents fed back as pasts) on the same tokens. Every step's logits
+must agree within the tolerance and give the same token. A token that differs only because
+two logits tie within the tolerance is not a failure of the export, so the check compares
+logits first and names the step and the difference when they do not agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tonnx import TonnxError
+
+PROMPT, NEW_TOKENS = 7, 8
+
+
+class GreedyCheckError(TonnxError):
+    """The written model's logits or greedy tokens differ from transformers' (nothing published)."""
+
+
+@dataclass
+class GreedyCheck:
+    tokens: list[int]
+    max_abs_diff: float
+    steps: int
+
+    def line(self) -> str:
+        return (f"greedy check: {self.steps} steps, tokens equal to transformers' generate(), "
+                f"logits max abs diff {self.max_abs_diff:.3g}")
+
+
+def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e-4,
+                 rtol: float = 1e-3) -> GreedyCheck:
+    """Runs ``path`` in onnxruntime against ``reference`` (a transformers causal LM)."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    prompt = torch.arange(PROMPT, dtype=torch.int64)[None] * 7919 % vocab_size
+    with torch.no_grad():
+        out = reference.generate(
+            input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS, do_sample=False, output_logits=True,
+            return_dict_in_generate=True, pad_token_id=0,
+        )
+    tokens = out.sequences[0, PROMPT:].tolist()
+    want = [step[0].float().numpy() for step in out.logits]
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = _run_steps(session, prompt.numpy(), tokens)
+    worst = 0.0
+    for step, (w, g) in enumerate(zip(want, got)):
+        diff = float(np.abs(w - g).max())
+        worst = max(worst, diff)
+        if not np.allclose(g, w, atol=atol, rtol=rtol):
+            raise GreedyCheckError(
+                f"Step {step} of greedy generation: onnxruntime's logits differ from "
+                f"transformers' by {diff:.3g} (atol {atol:g}, rtol {rtol:g}); the folder is "
+                f"not written. Report it with the model's config.json."
+            )
+        if int(g.argmax()) != tokens[step] and w[int(g.argmax())] < w[tokens[step]] - atol:
+            raise GreedyCheckError(
+                f"Step {step}: onnxruntime picks token {int(g.argmax())}, transformers "
+                f"{tokens[step]}; the folder is not written."
+            )
+    return GreedyCheck(tokens, worst, len(tokens))
+
+
+def _run_steps(session: Any, prompt: Any, tokens: list[int]) -> list:
+    """Last-position logits of each step, fed as onnxruntime-genai feeds the graph."""
+    import numpy as np
+
+    names = {i.name: i for i in session.get_inputs()}
+    past = {}
+    for name, info in names.items():
+        if name.startswith("past"):
+            _, heads, _, size = info.shape
+            past[name] = np.zeros((1, heads, 0, size), dtype=np.float32)
+    outputs = [o.name for o in session.get_outputs()]
+    step_ids, total, logits = prompt, 0, []
+    for token in tokens:
+        seq = step_ids.shape[1]
+        feeds = {"input_ids": step_ids, "attention_mask": np.ones((1, total + seq), dtype=np.int64),
+                 **past}
+        if "position_ids" in names:
+            feeds["position_ids"] = np.arange(total, total + seq, dtype=np.int64)[None]
+        result = dict(zip(outputs, session.run(None, feeds)))
+        logits.append(result["logits"][0, -1].astype(np.float32))
+        past = {k.replace("present", "past_key_values", 1): v for k, v in result.items() if k != "logits"}
+        total += seq
+        step_ids = np.array([[token]], dtype=np.int64)
+    return logits
