@@ -15,6 +15,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tonnx
 from tonnx.testing import check_model, check_op
 
 COVERS = {
@@ -571,6 +572,45 @@ def test_sort_nan_is_largest():
     x = torch.tensor([[3.0, float("nan"), -1.0, 2.0], [float("nan"), 0.0, 5.0, 1.0]])
     check_op(lambda x: torch.sort(x, stable=True), [x], expect_op="aten::sort.stable")
     check_op(lambda x: torch.sort(x, descending=True), [x], expect_op="aten::sort.default")
+
+
+class _TopK(torch.nn.Module):
+    def __init__(self, k: int, dim: int, largest: bool, sorted_: bool):
+        super().__init__()
+        self.k, self.dim, self.largest, self.sorted_ = k, dim, largest, sorted_
+
+    def forward(self, x):
+        return torch.topk(x, self.k, self.dim, self.largest, self.sorted_)
+
+
+@given(
+    rows=st.integers(1, 3),
+    length=st.sampled_from([1, 2, 4, 5, 8, 64, 130]),
+    levels=st.integers(1, 3),
+    data=st.data(),
+    largest=st.booleans(),
+    sorted_=st.booleans(),
+    dtype=st.sampled_from(NUMBERS),
+    seed=seeds,
+)
+def test_topk_ties_go_to_the_lowest_index(rows, length, levels, data, largest, sorted_, dtype, seed):
+    """Ties, down to every value equal (AFMoE's zero-initialized router): torch's CPU kernel
+    leaves tied indices in its selection algorithm's order (unspecified; [2, 3] of four equal
+    scores); the graph keeps ONNX TopK's rule, the lowest index first, sorted. The values
+    are torch's exactly; the indices are those of a stable sort."""
+    from tonnx.testing import run_onnxruntime
+
+    k = data.draw(st.integers(1, length))
+    dim = data.draw(st.sampled_from([-1, 0])) if rows > 1 else -1
+    x = integers(seed, (rows, length), 0, levels).to(dtype)
+    if dim == 0:
+        x = x.T.contiguous()
+    onx = tonnx.to_onnx(_TopK(k, dim, largest, sorted_), (x,))
+    values, indices = run_onnxruntime(onx, [x])
+    order = torch.sort(x, dim=dim, descending=largest, stable=True).indices.narrow(dim, 0, k)
+    assert torch.equal(torch.from_numpy(indices), order)
+    expected = torch.topk(x, k, dim, largest, sorted=True).values
+    assert torch.equal(torch.from_numpy(values), expected)
 
 
 # -- dynamic shapes --------------------------------------------------------------------------
