@@ -56,7 +56,8 @@ def shadow_note(module_path: str, distribution: str) -> str:
     other = _other_origin(top, where.split(", ")[0])
     if other is None and not _is_namespace(module):
         return ""
-    kind = "a folder without __init__.py, imported as a namespace package" if _is_namespace(module) else "a module"
+    kind = "a folder without __init__.py, imported as a namespace package" if _is_namespace(module) else (
+        "a package" if getattr(module, "__path__", None) is not None else "a file")
     text = f" Module {top!r} was imported from {where} ({kind})"
     if other:
         text += f", not from the installed pack of distribution {distribution!r} ({other})"
