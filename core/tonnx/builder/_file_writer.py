@@ -13,6 +13,10 @@ alternate when a model is overwritten), so a crash at any point leaves either th
 the new pair, never a new ``.data`` beside an old ``.onnx``. Temporaries of a dead process
 (SIGKILL) and data files no model references are removed by the next write to the same path.
 Safe against process crashes; there is no fsync, so not against power loss.
+
+Nothing but a regular file is replaced: a symlink is written through (the files go beside its
+target), a FIFO, device or socket at the path is refused, and a replaced file's mode (and
+owner, when root writes) carries over to the new one.
 """
 
 from __future__ import annotations
