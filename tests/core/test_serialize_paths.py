@@ -59,7 +59,7 @@ def test_symlink_is_written_through_to_its_target(tmp_path, external):
     _, expected, x = _export(link, external_data=external)
     assert link.is_symlink() and os.readlink(link) == "real.onnx"
     names = sorted(os.listdir(tmp_path))
-    assert names == (["m.onnx", "real.onnx", "real.onnx.data"] if external else ["m.onnx", "real.onnx"])
+    assert names == ["m.onnx", "real.onnx", *(["real.onnx.data"] if external else [])]
     np.testing.assert_allclose(_run(str(target), x), expected, atol=1e-5)
     np.testing.assert_allclose(_run(str(link), x), expected, atol=1e-5)
 
@@ -112,9 +112,8 @@ def test_root_keeps_the_owner_of_the_files_it_replaces(tmp_path, external):
     for name in os.listdir(tmp_path):
         os.chown(tmp_path / name, 1234, 5678)
     _export(path, external_data=external)
-    assert {(os.stat(tmp_path / n).st_uid, os.stat(tmp_path / n).st_gid) for n in os.listdir(tmp_path)} == {
-        (1234, 5678)
-    }
+    stats = [os.stat(tmp_path / n) for n in os.listdir(tmp_path)]
+    assert {(st.st_uid, st.st_gid) for st in stats} == {(1234, 5678)}
 
 
 def test_new_file_gets_the_usual_mode(tmp_path):
@@ -129,7 +128,9 @@ def test_new_file_gets_the_usual_mode(tmp_path):
 # -- report= --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("which", ["the model", "the model via a link", "its data file", "its other data file"])
+@pytest.mark.parametrize(
+    "which", ["the model", "the model via a link", "its data file", "its other data file"]
+)
 def test_report_on_the_model_files_is_refused(tmp_path, no_torch_export, which):
     model = tmp_path / "m.onnx"
     model.write_bytes(b"the previous model")
@@ -276,10 +277,12 @@ def test_outputs_never_replace_a_weights_file(tmp_path, no_torch_export, which):
     from safetensors.torch import save_file
 
     torch.manual_seed(0)
-    checkpoint = tmp_path / {"filename": "m.onnx", "data file": "m.onnx.data", "report": "r.md"}[which]
+    name = {"filename": "m.onnx", "data file": "m.onnx.data", "report": "r.md"}[which]
+    checkpoint = tmp_path / name
     save_file(_Mlp().state_dict(), str(checkpoint))
     before = checkpoint.read_bytes()
-    with pytest.raises(tonnx.OutputFileError, match=f"{'report' if which == 'report' else 'filename'}= would replace"):
-        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=tmp_path / "m.onnx", weights=str(checkpoint),
-                      report=tmp_path / "r.md")
+    argument = "report" if which == "report" else "filename"
+    with pytest.raises(tonnx.OutputFileError, match=f"{argument}= would replace"):
+        tonnx.to_onnx(_Mlp(), (torch.randn(2, 32),), filename=tmp_path / "m.onnx",
+                      weights=str(checkpoint), report=tmp_path / "r.md")
     assert checkpoint.read_bytes() == before and os.listdir(tmp_path) == [checkpoint.name]

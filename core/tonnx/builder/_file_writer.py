@@ -95,7 +95,8 @@ def _load(payload):
         data = payload(name, value)
         if data.nbytes != _serialize.nbytes(value):
             raise OutputFileError(
-                f"Initializer {name!r} has {data.nbytes} bytes, expected {_serialize.nbytes(value)}."
+                f"Initializer {name!r} has {data.nbytes} bytes, "
+                f"expected {_serialize.nbytes(value)}."
             )
         return data
 
@@ -336,7 +337,9 @@ def referenced_locations(filename: str) -> set[str]:
     }
 
 
-def save(g, filename: str, *, external_data: bool, payload=None, return_data: bool = True) -> ModelProto:
+def save(
+    g, filename: str, *, external_data: bool, payload=None, return_data: bool = True
+) -> ModelProto:
     """Writes the builder's model to ``filename`` (see the module docstring) and returns it.
 
     The proto returned is whole, what ``onnx.load(filename)`` gives (each initializer's bytes
@@ -354,7 +357,8 @@ def save(g, filename: str, *, external_data: bool, payload=None, return_data: bo
     try:
         if external_data:
             location = files.free_data_name()
-            data_was = files.existing(*(n for n in data_names(files.base) if n != location), files.base)
+            replaced = [n for n in data_names(files.base) if n != location]  # current data
+            data_was = files.existing(*replaced, files.base)
             data_path, tmp_data = files.path(location), files.tmp(location)
             sink = _serialize.ExternalDataWriter(tmp_data, location, payload)
             model = g.to_onnx(external_data=sink)
