@@ -356,11 +356,12 @@ def _check_weights_kept(weights, filename: str, report) -> None:
     from .builder._file_writer import ModelFile
     from .builder._weights import expand
 
-    model = ModelFile(filename)
+    outputs = {"filename": ModelFile(filename)}
+    if report is not None:
+        outputs["report"] = ModelFile(os.fspath(report))
     for path in expand(weights):
-        for what, hit in (("filename", model.owns(path)),
-                          ("report", report is not None and ModelFile(os.fspath(report)).owns(path))):
-            if hit:
+        for what, files in outputs.items():
+            if files.owns(path):
                 raise OutputFileError(
                     f"{what}= would replace {path!r}, a safetensors file of weights= the model "
                     f"is read from: write the {'model' if what == 'filename' else 'report'} "
