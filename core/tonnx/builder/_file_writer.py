@@ -276,7 +276,8 @@ def _replace(tmp: str, path: str, old: os.stat_result | None) -> None:
     """Renames ``tmp`` over ``path``, first giving it the mode of the file it replaces (and
     its owner when running as root, who would otherwise take it over)."""
     if old is not None:
-        if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+        root = hasattr(os, "geteuid") and os.geteuid() == 0
+        if root and (old.st_uid, old.st_gid) != (0, 0):
             os.chown(tmp, old.st_uid, old.st_gid)
         os.chmod(tmp, stat.S_IMODE(old.st_mode))
     os.replace(tmp, path)
