@@ -49,8 +49,12 @@ def default_input_names(ep) -> list[str | None]:
     if ep.example_inputs is None:
         return []
     try:
-        leaves = _pytree.tree_flatten_with_path(ep.example_inputs)[0]
+        leaves, spec = _pytree.tree_flatten_with_path(ep.example_inputs)
     except Exception:  # an input type not registered any more: keep torch's names
+        return []
+    if spec != ep.call_spec.in_spec:
+        # registered differently since the export (another flatten order): names read off
+        # these paths would label the program's inputs in the wrong order
         return []
     names: list[str | None] = []
     for path, _ in leaves:
@@ -76,8 +80,10 @@ def default_output_names(ep) -> list[str | None]:
     ]
     try:
         tree = _pytree.tree_unflatten(values, ep.call_spec.out_spec)
-        leaves = _pytree.tree_flatten_with_path(tree)[0]
+        leaves, spec = _pytree.tree_flatten_with_path(tree)
     except Exception:  # an output type not registered any more: keep the graph's names
+        return []
+    if spec != ep.call_spec.out_spec:  # registered differently since the export, as above
         return []
     return [
         path_name(path, output=True) if path and isinstance(path[0], (MappingKey, GetAttrKey)) else None

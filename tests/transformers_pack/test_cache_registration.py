@@ -161,6 +161,56 @@ def test_another_registration_is_set_aside_for_the_block():
         _pytree.SUPPORTED_NODES[DynamicCache] = ours
 
 
+class Weigh(torch.nn.Module):
+    """Weighs each cache tensor differently, so inputs fed under the wrong names show."""
+
+    def forward(self, x, past_key_values):
+        for i, layer in enumerate(past_key_values.layers):
+            x = x + layer.keys * (2 * i + 1) + layer.values * (2 * i + 2)
+        return x
+
+
+def _transformers_node(ours):
+    """What transformers' register_dynamic_cache_export_support registers (keys, then values)."""
+    from transformers.integrations import executorch as ex
+
+    def with_keys(cache):
+        return ex._flatten_cache_dict_with_keys(ex._get_cache_dict(cache), ex._get_dynamic_cache_layout(cache))
+
+    def flatten(cache):
+        return ex._flatten_cache_dict(ex._get_cache_dict(cache), ex._get_dynamic_cache_layout(cache))
+
+    return ours._replace(flatten_fn=flatten, unflatten_fn=ex._unflatten_dynamic_cache, flatten_with_keys_fn=with_keys)
+
+
+def test_names_never_mislabel_after_the_registration_changed():
+    """export_program under the pack's registration (leaves k0, v0, k1, v1), convert under
+    transformers' (k0, k1, v0, v1): the names read off the new paths labelled v0 as
+    'past_key_values.key_cache.1'; a user feeding by name got wrong numbers. Now the names
+    are torch's, which follow the program's own order."""
+    from torch.utils import _pytree
+
+    from tonnx.testing import run_onnxruntime
+
+    cache = DynamicCache([(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)) for _ in range(2)])
+    x = torch.randn(1, 2, 3, 4)
+    ep = tonnx.export_program(Weigh(), (x,), {"past_key_values": cache})
+    ours = _pytree.SUPPORTED_NODES[DynamicCache]
+    _pytree.SUPPORTED_NODES[DynamicCache] = _transformers_node(ours)
+    try:
+        onx = tonnx.convert(ep)
+    finally:
+        _pytree.SUPPORTED_NODES[DynamicCache] = ours
+    names = [i.name for i in onx.graph.input]
+    assert not any("key_cache" in n or "value_cache" in n for n in names), names
+    by_name = {"x": x}
+    for i, layer in enumerate(cache.layers):  # whatever the separator, layer and kind in order
+        by_name.update({n: t for n, t in zip(names[1 + 2 * i: 3 + 2 * i], (layer.keys, layer.values))})
+        assert str(i) in names[1 + 2 * i] and "key" in names[1 + 2 * i] and "value" in names[2 + 2 * i], names
+    got = run_onnxruntime(onx, [by_name[n].numpy() for n in names])[0]
+    torch.testing.assert_close(torch.from_numpy(got), Weigh()(x, cache))
+
+
 def test_blocking_the_pack_blocks_its_patches():
     from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
 
