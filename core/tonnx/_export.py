@@ -386,6 +386,7 @@ def _save(g, filename: str, external_data: bool | None, weights=None):
     if weights is not None:
         from .builder._weights import SafetensorsWeights
 
-        payload = SafetensorsWeights(weights).payload
+        source = weights if isinstance(weights, SafetensorsWeights) else SafetensorsWeights(weights)
+        payload = source.payload
     return _file_writer.save(g, filename, external_data=external_data, payload=payload,
                              return_data=total <= EXTERNAL_DATA_THRESHOLD)

@@ -19,6 +19,8 @@ from . import _constants, _serialize
 
 def expand(weights: Any) -> list[str]:
     """Paths of a path, a glob or a list of them, in sorted order."""
+    if isinstance(weights, SafetensorsWeights):
+        return list(weights.paths)
     items = [weights] if isinstance(weights, (str, os.PathLike)) else list(weights)
     paths: list[str] = []
     for item in items:
@@ -31,13 +33,21 @@ def expand(weights: Any) -> list[str]:
 
 
 class SafetensorsWeights:
-    """Maps tensor names to the safetensors file holding them; loads one at a time."""
+    """Maps tensor names to the safetensors file holding them; loads one at a time.
 
-    def __init__(self, weights: Any):
+    ``aliases`` maps a model's tensor name to the checkpoint's name for it, when the two
+    differ: a tied weight saved once (``lm_head.weight`` -> ``model.embed_tokens.weight``),
+    a tensor transformers renames when loading (GPT-NeoX's ``embed_out.weight``). It may
+    be passed to ``to_onnx(weights=...)`` instead of the paths.
+    """
+
+    def __init__(self, weights: Any, aliases: dict[str, str] | None = None):
         from safetensors import safe_open
 
+        self.paths = expand(weights)
+        self._aliases = dict(aliases or {})
         self._where: dict[str, str] = {}
-        for path in expand(weights):
+        for path in self.paths:
             with safe_open(path, framework="pt") as f:
                 for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
                     self._where.setdefault(key, path)
@@ -46,7 +56,8 @@ class SafetensorsWeights:
         """The tensor ``name``, checked against the shape and dtype the model declares."""
         from safetensors import safe_open
 
-        path = self._where.get(name)
+        stored = self._aliases.get(name, name)
+        path = self._where.get(stored)
         if path is None:
             raise OutputFileError(
                 f"Weight {name!r} is on the 'meta' device and in none of the safetensors files "
@@ -56,7 +67,7 @@ class SafetensorsWeights:
             )
         # opened per tensor: the file's mapping is released with each tensor
         with safe_open(path, framework="pt") as f:
-            tensor = f.get_tensor(name)
+            tensor = f.get_tensor(stored)
         if tuple(tensor.shape) != tuple(like.shape) or tensor.dtype != like.dtype:
             raise OutputFileError(
                 f"Weight {name!r} in {path!r} is {tensor.dtype} {tuple(tensor.shape)}, the "

@@ -61,7 +61,8 @@ def run(args) -> int:
         return _codes.of_error(e)
     if not args.quiet:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
-        print(f"wrote {result.out}: {', '.join(result.files)} ({phases})")
+        how = "streamed from safetensors" if result.streamed else "loaded in memory by transformers"
+        print(f"wrote {result.out}: {', '.join(result.files)}; weights {how} ({phases})")
         if result.check is not None:
             print(result.check.line())
     return _codes.OK

@@ -21,6 +21,8 @@ class LLMExport:
 
     out: str
     files: list[str]
+    #: weights streamed from safetensors (False: loaded in memory by transformers)
+    streamed: bool
     seconds: dict[str, float] = field(default_factory=dict)
     check: Any = None
 
@@ -84,18 +86,20 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         staging.publish()
     ends = [*list(seconds.values())[1:], time.perf_counter()]
     durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
-    return LLMExport(out=out, files=files, seconds=durations, check=check)
+    return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
 
 
 def _export(tonnx: Any, src: Any, path: str) -> Any:
     from .inputs import example_call
 
-    meta = bool(src.weights)
-    kwargs, dynamic = example_call(src.model, src.config, device="meta" if meta else "cpu")
+    from tonnx.builder._weights import SafetensorsWeights
+
+    streamed = bool(src.weights)
+    kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")
     src.model.config.use_cache = True
     return tonnx.to_onnx(
         src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
-        weights=src.weights or None,
+        weights=SafetensorsWeights(src.weights, src.aliases) if streamed else None,
     )
 
 

@@ -4,7 +4,9 @@ A folder's model is built with its parameters on the ``meta`` device (no memory)
 buffers on the CPU: the non-persistent ones (rotary ``inv_freq``, masks) are computed by the
 model's constructor and are in no checkpoint, so they must hold data; the weights are read
 from the folder's safetensors files one tensor at a time while the ONNX file is written
-(``to_onnx(..., weights=...)``).
+(``to_onnx(..., weights=...)``). A model one of whose tensors transformers builds from
+several checkpoint tensors (the experts of Mixtral, Qwen3-MoE) is loaded by transformers
+instead, in memory: streaming those is left to do.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Source:
     generation_config: Any
     #: safetensors files streamed into the model file; empty when the weights are in memory
     weights: list[str] = field(default_factory=list)
+    #: model tensor name -> checkpoint name, where they differ (tied, renamed)
+    aliases: dict[str, str] = field(default_factory=dict)
     #: the folder the tokenizer files are copied from (None: no tokenizer files)
     tokenizer_folder: str | None = None
     #: what transformers runs for the greedy check (a loader: the folder is read only then)
@@ -77,12 +81,44 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.eval()
     _buffers_to_meta(model, stored)
+    aliases = checkpoint_names(model, stored)
+
+    def load():
+        return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+
+    if aliases is None:  # a tensor made of several checkpoint tensors: transformers builds it
+        model, weights, aliases = load(), [], {}
     return Source(
         model=model, config=config, generation_config=_generation_config(folder, model),
-        weights=weights, tokenizer_folder=tokenizer or folder,
-        reference=lambda: transformers.AutoModelForCausalLM.from_pretrained(
-            folder, dtype=torch.float32).eval(),
+        weights=weights, aliases=aliases, tokenizer_folder=tokenizer or folder,
+        reference=(lambda: model) if not weights else load,
     )
+
+
+def checkpoint_names(model: Any, stored: set[str]) -> dict[str, str] | None:
+    """For each 'meta' tensor of the model not stored under its own name, the checkpoint
+    tensor holding it; None when one is made from several (a weight converter).
+
+    transformers 5 renames tensors when loading (GPT-NeoX's ``embed_out`` is the model's
+    ``lm_head``) and saves a tied weight once; its ``revert_weight_conversion`` (what
+    ``save_pretrained`` runs) gives the checkpoint's name of each model tensor, the same
+    object for a rename. A converter (Mixtral's experts, stacked from one tensor per expert)
+    gives new tensors: such a model is loaded by transformers instead of streamed.
+    """
+    from transformers.core_model_loading import revert_weight_conversion
+
+    state = model.state_dict(keep_vars=True)
+    missing = {n for n, t in state.items() if n not in stored and t.device.type == "meta"}
+    if not missing:
+        return {}
+    names: dict[int, list[str]] = {}
+    for name, tensor in state.items():
+        names.setdefault(id(tensor), []).append(name)
+    aliases = {}
+    for stored_name, tensor in revert_weight_conversion(model, dict(state)).items():
+        if stored_name in stored:
+            aliases.update({n: stored_name for n in names.get(id(tensor), []) if n in missing})
+    return aliases if set(aliases) == missing else None
 
 
 def _from_callable(spec: str, tokenizer: str | None) -> Source:

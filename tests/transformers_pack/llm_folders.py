@@ -1,0 +1,55 @@
+"""Tiny random causal LMs saved as transformers folders (config, safetensors, tokenizer).
+
+2 layers, hidden 64, vocab 256: what ``tonnx export-llm`` reads. The tokenizer is a local
+word-level one (tokens ``w3``, ``w4``, ...), saved with ``PreTrainedTokenizerFast``.
+"""
+
+from __future__ import annotations
+
+import torch
+import transformers
+
+VOCAB = 256
+COMMON = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              vocab_size=VOCAB, max_position_embeddings=256, intermediate_size=128,
+              bos_token_id=1, eos_token_id=2)
+MOE = dict(num_experts_per_tok=2)
+
+CONFIGS = {
+    "llama": lambda: transformers.LlamaConfig(**COMMON),
+    "mistral": lambda: transformers.MistralConfig(**COMMON, sliding_window=8),
+    "qwen2": lambda: transformers.Qwen2Config(**COMMON),
+    "qwen3": lambda: transformers.Qwen3Config(**COMMON, head_dim=16),
+    "phi3": lambda: transformers.Phi3Config(**COMMON, pad_token_id=0),
+    "gemma2": lambda: transformers.Gemma2Config(**COMMON, head_dim=16, sliding_window=8),
+    "gpt2": lambda: transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
+                                           n_positions=256, bos_token_id=1, eos_token_id=2),
+    "gpt_neox": lambda: transformers.GPTNeoXConfig(**{k: v for k, v in COMMON.items() if k != "num_key_value_heads"}),
+    "mixtral": lambda: transformers.MixtralConfig(**COMMON, **MOE, num_local_experts=4),
+    "qwen3_moe": lambda: transformers.Qwen3MoeConfig(
+        **COMMON, **MOE, moe_intermediate_size=32, num_experts=4, head_dim=16,
+        decoder_sparse_step=1, mlp_only_layers=[]),
+}
+
+
+def tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"w{i}": i for i in range(3, VOCAB)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+
+
+def model(name: str, seed: int = 0):
+    torch.manual_seed(seed)
+    return transformers.AutoModelForCausalLM.from_config(CONFIGS[name]()).eval()
+
+
+def save_folder(name: str, folder, seed: int = 0):
+    """Writes the model ``name`` and the tokenizer into ``folder``; returns the model."""
+    m = model(name, seed)
+    m.save_pretrained(folder)
+    tokenizer().save_pretrained(folder)
+    return m

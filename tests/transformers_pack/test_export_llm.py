@@ -1,0 +1,202 @@
+"""``tonnx export-llm``: a transformers folder -> a folder onnxruntime-genai runs (issue 18 s1).
+
+One tiny Llama folder (2 layers, hidden 64) is exported once through the command; the
+folder is opened by onnxruntime-genai, whose greedy tokens must equal transformers'
+``generate(do_sample=False)``. The other tests need no export or fail before one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from tonnx.cli import main
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+import llm_folders  # noqa: E402
+
+PROMPT = [5, 17, 42, 7, 99, 3]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(source folder, output folder, the model) of one ``tonnx export-llm`` run."""
+    root = tmp_path_factory.mktemp("llm")
+    source, out = root / "llama", root / "llama-onnx"
+    model = llm_folders.save_folder("llama", source)
+    assert main(["export-llm", str(source), "-o", str(out), "-q"]) == 0
+    return source, out, model
+
+
+def _genai():
+    return pytest.importorskip(
+        "onnxruntime_genai",
+        reason="onnxruntime-genai is not installed (pip install -e '.[test]' installs it)",
+    )
+
+
+def _transformers_tokens(model, n: int) -> list[int]:
+    ids = torch.tensor([PROMPT])
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
+                             do_sample=False, pad_token_id=0)
+    return out[0, len(PROMPT):].tolist()
+
+
+def test_folder_contents(exported):
+    source, out, model = exported
+    assert sorted(os.listdir(out)) == [
+        "genai_config.json", "model.onnx", "model.onnx.data", "tokenizer.json", "tokenizer_config.json",
+    ]
+    assert not [p for p in os.listdir(out.parent) if ".tmp-tonnx-" in p]  # staging renamed
+    config = json.loads((out / "genai_config.json").read_text())
+    decoder = config["model"]["decoder"]
+    assert decoder["inputs"] == {
+        "input_ids": "input_ids", "attention_mask": "attention_mask", "position_ids": "position_ids",
+        "past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value",
+    }
+    assert decoder["outputs"]["present_key_names"] == "present.%d.key"
+    cfg = model.config
+    assert (decoder["num_hidden_layers"], decoder["num_key_value_heads"], decoder["head_size"]) == (
+        cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads)
+    assert config["model"]["eos_token_id"] == model.generation_config.eos_token_id
+    assert config["search"]["past_present_share_buffer"] is False
+
+
+def test_genai_greedy_tokens_equal_transformers(exported):
+    og = _genai()
+    _, out, model = exported
+    n = 16
+    genai_model = og.Model(str(out))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=len(PROMPT) + n, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(np.array([PROMPT], dtype=np.int32))
+    got = []
+    while not generator.is_done():
+        generator.generate_next_token()
+        got.append(int(generator.get_next_tokens()[0]))
+    want = _transformers_tokens(model, n)
+    eos = model.generation_config.eos_token_id
+    want = want[: want.index(eos) + 1] if eos in want else want  # genai stops at eos
+    assert len(got) >= 8 and got == want
+
+
+def test_genai_tokenizer_loads_the_copied_files(exported):
+    og = _genai()
+    _, out, _ = exported
+    tokenizer = og.Tokenizer(og.Model(str(out)))
+    assert list(tokenizer.encode("w5 w17 w42")) == [5, 17, 42]
+
+
+def test_a_folder_no_export_wrote_is_refused(tmp_path):
+    from tonnx import OutputFileError
+    from tonnx_transformers import export_llm
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputFileError, match="no export wrote"):
+        export_llm(tmp_path / "nowhere", tmp_path / "out")
+    assert os.listdir(tmp_path / "out") == ["notes.txt"]
+
+
+def test_a_precision_not_written_yet_is_refused(tmp_path):
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    with pytest.raises(UnsupportedError, match="int4.*planned"):
+        export_llm(tmp_path, tmp_path / "out", precision="int4")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bfloat16_checkpoint_is_refused_for_fp32(tmp_path):
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    llm_folders.model("llama").to(torch.bfloat16).save_pretrained(tmp_path / "src")
+    with pytest.raises(UnsupportedError, match="BF16"):
+        export_llm(tmp_path / "src", tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_a_failed_greedy_check_publishes_nothing(tmp_path, monkeypatch):
+    """A folder whose tokens differ from transformers' is never written (here the reference is
+    another model: the check must see it)."""
+    from tonnx_transformers import GreedyCheckError, export_llm
+    from tonnx_transformers.llm import export as export_module
+    from tonnx_transformers.llm.source import load_source
+
+    def other_reference(*args, **kwargs):
+        src = load_source(*args, **kwargs)
+        src.reference = lambda: llm_folders.model("llama", seed=1)
+        return src
+
+    monkeypatch.setattr(export_module, "load_source", other_reference)
+    with pytest.raises(GreedyCheckError, match="differ from transformers"):
+        export_llm(llm_folders.model("llama"), tmp_path / "out")
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_command_belongs_to_the_pack():
+    """``tonnx --help`` lists export-llm; with the pack blocked it is gone."""
+    env = {**os.environ, "TONNX_PACKS": "no:transformers"}
+    run = [sys.executable, "-m", "tonnx", "--help"]
+    assert "export-llm" in subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    assert "export-llm" not in subprocess.run(run, capture_output=True, text=True, check=True, env=env).stdout
+
+
+def test_a_pack_command_taking_a_core_name_is_refused(monkeypatch):
+    import tonnx
+    from tonnx._cli import _pack_commands
+    from tonnx.dispatch import _manager
+
+    spec = tonnx.PackSpec(name="clash", load=list, commands=lambda sub: sub.add_parser("export"))
+    monkeypatch.setattr(_manager.PackManager, "enabled_packs", lambda self, config: {"clash": spec})
+    assert main(["packs"]) == 2  # the parser is built with every pack's commands
+    with pytest.raises(tonnx.PackLoadError, match="'clash' adds a command whose name is taken"):
+        from tonnx.cli import _parser
+
+        _parser()
+
+
+@pytest.mark.parametrize("name, alias", [
+    ("gpt2", {"lm_head.weight": "transformer.wte.weight"}),  # tied, saved once
+    ("gpt_neox", {"lm_head.weight": "embed_out.weight"}),  # renamed by transformers on load
+    ("llama", {}),
+])
+def test_checkpoint_names_of_tied_and_renamed_weights(tmp_path, name, alias):
+    from safetensors import safe_open
+    from tonnx.builder._weights import SafetensorsWeights
+    from tonnx_transformers.llm.source import checkpoint_names, parameters_on_meta
+
+    real = llm_folders.save_folder(name, tmp_path)
+    path = str(tmp_path / "model.safetensors")
+    with safe_open(path, framework="pt") as f:
+        stored = set(f.keys())  # noqa: SIM118
+    with parameters_on_meta():
+        meta = transformers.AutoModelForCausalLM.from_config(real.config)
+    assert checkpoint_names(meta, stored) == alias
+    weights = SafetensorsWeights(path, alias)
+    for model_name in alias:
+        got = weights.load(model_name, meta.state_dict()[model_name])
+        torch.testing.assert_close(got, real.state_dict()[model_name], rtol=0, atol=0)
+
+
+def test_experts_stacked_from_several_tensors_are_not_streamed(tmp_path):
+    from safetensors import safe_open
+    from tonnx_transformers.llm.source import checkpoint_names, parameters_on_meta
+
+    real = llm_folders.save_folder("mixtral", tmp_path)
+    with safe_open(str(tmp_path / "model.safetensors"), framework="pt") as f:
+        stored = set(f.keys())  # noqa: SIM118
+    with parameters_on_meta():
+        meta = transformers.AutoModelForCausalLM.from_config(real.config)
+    assert checkpoint_names(meta, stored) is None
