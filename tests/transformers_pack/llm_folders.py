@@ -1,7 +1,7 @@
 """Tiny random causal LMs saved as transformers folders (config, safetensors, tokenizer).
 
 2 layers, hidden 64, vocab 256: what ``tonnx export-llm`` reads. The tokenizer is a local
-word-level one (tokens ``w3``, ``w4``, ...), saved with ``PreTrainedTokenizerFast``.
+byte-level BPE, saved with ``PreTrainedTokenizerFast``.
 """
 
 from __future__ import annotations
@@ -33,13 +33,16 @@ CONFIGS = {
 
 
 def tokenizer():
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    """Byte-level BPE over the 256 byte symbols, no merges (onnxruntime-genai's tokenizer
+    reads BPE, not word-level ones); ids 1 and 2 are bos and eos."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"w{i}": i for i in range(3, VOCAB)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    symbols = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE({s: i for i, s in enumerate(symbols)}, []))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+        tokenizer_object=tok, bos_token=symbols[1], eos_token=symbols[2])
 
 
 def model(name: str, seed: int = 0):

@@ -92,9 +92,11 @@ def test_genai_greedy_tokens_equal_transformers(exported):
 
 def test_genai_tokenizer_loads_the_copied_files(exported):
     og = _genai()
-    _, out, _ = exported
+    source, out, _ = exported
     tokenizer = og.Tokenizer(og.Model(str(out)))
-    assert list(tokenizer.encode("w5 w17 w42")) == [5, 17, 42]
+    want = transformers.AutoTokenizer.from_pretrained(source)("hello, genai").input_ids
+    assert [int(i) for i in tokenizer.encode("hello, genai")] == want
+    assert tokenizer.decode(tokenizer.encode("hello, genai")) == "hello, genai"
 
 
 def test_a_folder_no_export_wrote_is_refused(tmp_path):
