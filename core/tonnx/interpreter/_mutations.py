@@ -125,16 +125,15 @@ def _subgraph_needs_functionalization(graph, node) -> bool:
 
 def lost_write(node, i: int) -> str:
     """Why rebinding ``node``'s written argument ``i`` would lose the write ("" when it
-    would not): the tensor is an input or a view, which only functionalization handles.
-    The interpreter checks it so a missed case fails instead of computing wrong numbers."""
+    would not): the tensor is a view, whose base only functionalization updates. (An input
+    written in place is functionalized in the program; in a decomposition's graph the
+    graph returns it, so rebinding it is exact.) The interpreter checks it so a missed case
+    fails instead of computing wrong numbers."""
     mutated = node.args[i] if i < len(node.args) else None
-    if not hasattr(mutated, "op"):
-        return "writes into an argument that is not a tensor of the graph"
-    if mutated.op == "placeholder" or _is_view(mutated):
-        kind = "an input" if mutated.op == "placeholder" else f"the view {mutated.name!r}"
-        return (
-            f"writes into {kind}, which the program was not functionalized for: "
-            f"a tonnx bug (tonnx.interpreter._mutations.needs_functionalization missed it); "
-            f"please report it with the model"
-        )
-    return ""
+    if not hasattr(mutated, "op") or not _is_view(mutated):
+        return ""
+    return (
+        f"writes into the view {mutated.name!r}, which the program was not functionalized "
+        f"for: a tonnx bug (tonnx.interpreter._mutations.needs_functionalization missed it); "
+        f"please report it with the model"
+    )
