@@ -237,3 +237,9 @@ def test_explain_refuses_an_opset_export_refuses(capsys):
 def test_coverage_refuses_what_does_not_exist(capsys, argv, message):
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_explain_of_an_op_no_pack_converts_says_so_for_its_default_overload(capsys):
+    assert cli.main(["explain", "torch.kthvalue"]) == 1
+    out = capsys.readouterr().out
+    assert "aten::kthvalue.default at opset 20:\n  no converter in the enabled packs" in out

@@ -132,8 +132,13 @@ def _runtimes(items: list[str]) -> dict[str, str]:
 
 
 def _explain(manager, registry, key: str, opset: int) -> int:
+    from ..dispatch._converter import check_op_key
+
     candidates = registry.candidates(key)
-    if not candidates and "." not in key.partition("::")[2] and registry.candidates(f"{key}.default"):
+    packet = not candidates and "." not in key.partition("::")[2]
+    if packet and (registry.candidates(f"{key}.default") or (
+            not any(k.startswith(f"{key}.") for k in registry.keys())
+            and check_op_key(f"{key}.default") is None)):
         print(f"({key} names every overload; showing {key}.default)")
         key = f"{key}.default"
         candidates = registry.candidates(key)
