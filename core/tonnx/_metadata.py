@@ -7,12 +7,16 @@
   ``USER_OUTPUT``, ``BUFFER_MUTATION``...), its torch target and its ONNX name if the model
   has it;
 - ``pkg.tonnx.parameters``: JSON ``{onnx initializer: state_dict name}`` for the weights
-  still in the model (so weights can be mapped back to the module after export).
+  still in the model (so weights can be mapped back to the module after export);
+- ``pkg.tonnx.min_<runtime>`` (``pkg.tonnx.min_onnxruntime``): the oldest version of that
+  runtime which runs the nodes of a pack's custom domains as the pack meant
+  (``PackSpec.runtime_requirements``), the highest over the packs; absent without such nodes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 WEIGHT_KINDS = ("PARAMETER", "BUFFER", "CONSTANT_TENSOR")
@@ -28,7 +32,36 @@ def graph_metadata(ep, interpreter, manager, g) -> dict[str, str]:
         "pkg.tonnx.packs_used": _packs_used(interpreter, manager),
         "pkg.tonnx.graph_signature": json.dumps({"inputs": inputs, "outputs": _outputs(ep, g)}),
         "pkg.tonnx.parameters": json.dumps(parameters),
+        **_min_runtimes(manager, g),
     }
+
+
+def _nodes(g) -> list:
+    found = []
+    for node in g.nodes:
+        found.append(node)
+        for sub in node.subgraphs():
+            found.extend(_nodes(sub))
+    return found
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def _min_runtimes(manager, g) -> dict[str, str]:
+    """``pkg.tonnx.min_<runtime>``: what the nodes of the packs' custom domains need."""
+    nodes = _nodes(g)
+    domains = {node.domain for node in nodes if node.domain}
+    needs: dict[str, str] = {}
+    for spec in manager.specs.values():
+        if spec.runtime_requirements is None or not domains & set(spec.domains):
+            continue
+        mine = [node for node in nodes if node.domain in spec.domains]
+        for runtime, version in dict(spec.runtime_requirements(mine)).items():
+            if runtime not in needs or _version_key(version) > _version_key(needs[runtime]):
+                needs[runtime] = version
+    return {f"pkg.tonnx.min_{runtime}": version for runtime, version in sorted(needs.items())}
 
 
 def _inputs(ep, interpreter, g) -> tuple[list[dict], dict[str, str]]:
