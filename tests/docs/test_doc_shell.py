@@ -29,7 +29,11 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 REPO = DOCS.parent
 FENCE = re.compile(r"^```(?P<lang>\w*)[ \t]*\n(?P<body>.*?)^```", re.S | re.M)
 #: commands a dedicated test runs (slow), with that test
-RUN_ELSEWHERE = {"tonnx demo": "tests/cli/test_cli.py::test_demo"}
+RUN_ELSEWHERE = {
+    "tonnx demo": "tests/cli/test_cli.py::test_demo",
+    # needs the folder the page's python block writes, and an export
+    "tonnx export-llm tiny-llama -o tiny-llama-onnx": "tests/transformers_pack/test_export_llm.py::test_folder_contents",
+}
 #: where a page's commands run when they name files of the repository (not a temporary folder)
 CWD = {"writing-a-pack.md": REPO / "contrib_packs"}
 
