@@ -67,6 +67,22 @@ def test_a_named_target_gives_its_form_which_runs_on_the_installed_onnxruntime()
     _check_steps(model, session, STEPS)
 
 
+@pytest.mark.parametrize(
+    "name, overrides",
+    [("qwen3_moe", {"norm_topk_prob": False}), ("olmoe", {"norm_topk_prob": False}), ("qwen2_moe", {}), ("deepseek_v3", {})],
+)
+def test_moe_models_for_the_oldest_target_match_torch_on_the_installed_onnxruntime(name, overrides):
+    """The blocks whose routing weights are not renormalized by the op (normalize_routing_weights=0):
+    exported for 1.31.1, run on the installed onnxruntime (1.31.1 or 1.32.0), equal to torch."""
+    from test_ortcontrib_moe import _export_and_check, _model, _moe_nodes
+
+    model = _model(name, **overrides)
+    onx, _, _ = _export_and_check(model, tonnx.Dispatcher(target_runtime={"onnxruntime": "1.31.1"}))
+    nodes = _moe_nodes(onx)
+    assert nodes and all({a.name: a.i for a in n.attribute}["normalize_routing_weights"] == 0 for n in nodes)
+    assert _metadata(onx)[MIN_KEY] == "1.31.1"
+
+
 def test_a_named_newer_target_records_what_it_needs():
     """Export for 1.32.0 from any environment: the cache form, and the model says it needs 1.32."""
     _, onx = _export_llama(tonnx.Dispatcher(target_runtime={"onnxruntime": "1.32.0"}))
