@@ -50,22 +50,37 @@ def checked_model(g) -> onnx.ModelProto:
             _serialize._fill_tensor(graph.initializer.add(), name, value, None)
         else:
             _serialize._fill_value_info(graph.input.add(), name, g)
+    unsized: set[str] = set()  # results whose onnx sizes may follow a node's unlike torch's
     for node in g.nodes:
         _serialize._fill_node(graph.node.add(), node, None)
+        sized = not _sizes_differ(node) and not any(i in unsized for i in node.inputs)
+        if not sized:
+            unsized.update(node.outputs)
         for out in node.outputs:
             if out and g.shapes.get(out) is not None and out not in g.outputs:
-                _fill_rank_only(graph.value_info.add(), out, g)
+                _fill_torch_shape(graph.value_info.add(), out, g, sized)
     for name in g.outputs:
-        _fill_rank_only(graph.output.add(), name, g)
+        _fill_torch_shape(graph.output.add(), name, g, name not in unsized)
     return model
 
 
-def _fill_rank_only(vi: onnx.ValueInfoProto, name: str, g) -> None:
-    """Type and rank of ``name``, each dimension left unknown.
+#: ops whose output sizes onnx's shape inference computes unlike runtimes and torch
+_POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
 
-    onnx's inference of some sizes differs from what runtimes compute (MaxPool's
-    ceil_mode windows): sizes are torch's business, checked against onnxruntime by the
-    tests; the element type and the rank are what a converter must never get wrong.
+
+def _sizes_differ(node) -> bool:
+    """True for a pooling with ceil_mode (onnx's inference counts a last window starting in
+    the padding, torch and onnxruntime do not)."""
+    return node.op_type in _POOLS and not node.domain and bool((node.attributes or {}).get("ceil_mode"))
+
+
+def _fill_torch_shape(vi: onnx.ValueInfoProto, name: str, g, sized: bool = True) -> None:
+    """Type, rank and torch's static sizes of ``name`` (symbolic dimensions left unknown).
+
+    A converter whose result contradicts torch's static size (a Transpose of a 4x3 tensor
+    declared 4x3) fails strict inference here, naming it, instead of making onnxruntime
+    warn at run time. Nodes whose sizes onnx infers unlike runtimes (MaxPool's ceil_mode
+    windows), and the nodes after them, are checked for type and rank only.
     """
     vi.name = name
     tensor_type = vi.type.tensor_type
@@ -74,8 +89,10 @@ def _fill_rank_only(vi: onnx.ValueInfoProto, name: str, g) -> None:
     if shape is not None:
         proto_shape = tensor_type.shape
         proto_shape.SetInParent()
-        for _ in shape:
-            proto_shape.dim.add()
+        for d in shape:
+            dim = proto_shape.dim.add()
+            if sized and type(d) is int:
+                dim.dim_value = d
 
 
 def _blame(g, message: str) -> ConverterOutputError:
@@ -89,6 +106,8 @@ def _blame(g, message: str) -> ConverterOutputError:
             f"{meta.get('pkg.tonnx.converter', '?')} for FX node {meta.get('pkg.tonnx.fx_node', '?')}"
         )
     first_line = message.strip().splitlines()[0] if message.strip() else message
+    if "existing shape differ" in first_line:
+        first_line += " (onnx computes the first size from the node's inputs; torch gives the second)"
     return ConverterOutputError(
         f"The converted graph is not valid ONNX: {where}: {first_line}\n"
         f"The converter must emit nodes its ONNX schema allows (op, attributes, inputs, "
