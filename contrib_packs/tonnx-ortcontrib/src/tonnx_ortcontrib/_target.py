@@ -29,7 +29,9 @@ OLDEST = (1, 31, 1)
 #: GroupQueryAttention's ``query_seqlens`` input (a KV-cache step of several tokens)
 QUERY_SEQLENS = (1, 32, 0)
 #: onnxruntime's distributions on PyPI (one module, ``onnxruntime``)
-_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
+_DISTRIBUTIONS = (
+    "onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn",
+)  # fmt: skip
 
 
 def text(version: tuple[int, ...]) -> str:
@@ -80,13 +82,13 @@ def resolve(target_runtime: Mapping[str, str]) -> Target:
     elif found is not None:
         target = Target(parse(found, "the installed onnxruntime"), "installed")
     else:
-        return Target(OLDEST, f"assumed: no onnxruntime installed, the oldest the pack supports")
+        return Target(OLDEST, "assumed: no onnxruntime installed, the oldest the pack supports")
     if target.version < OLDEST:
         raise TonnxError(
             f"The ortcontrib pack targets onnxruntime {text(OLDEST)} or later; the target is "
             f"{target}. Name a newer one (Dispatcher(target_runtime={{'onnxruntime': "
-            f"'{text(OLDEST)}'}})) or block the pack (packs=['no:ortcontrib'], TONNX_PACKS=no:ortcontrib) "
-            f"for the standard-domain graph."
+            f"'{text(OLDEST)}'}})) or block the pack (packs=['no:ortcontrib'], "
+            f"TONNX_PACKS=no:ortcontrib) for the standard-domain graph."
         )
     return target
 

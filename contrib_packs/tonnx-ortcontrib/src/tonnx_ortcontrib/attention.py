@@ -344,7 +344,8 @@ def converters(target: Target) -> tuple[Converter, ...]:
             f"{target}: GroupQueryAttention without a KV cache, when exact; with a cache the "
             f"standard graph (the op's query_seqlens input is onnxruntime {text(QUERY_SEQLENS)}'s)"
         )
-    return (Converter("aten::scaled_dot_product_attention.default", aten_scaled_dot_product_attention, applies=applies),)
+    key = "aten::scaled_dot_product_attention.default"
+    return (Converter(key, aten_scaled_dot_product_attention, applies=applies),)
 
 # -- the rewrite: HF's repeat_kv folded into the op ------------------------------------------
 
