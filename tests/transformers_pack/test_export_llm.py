@@ -119,14 +119,52 @@ def test_a_precision_not_written_yet_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_bfloat16_checkpoint_is_refused_for_fp32(tmp_path):
+def test_a_float64_checkpoint_is_refused_for_fp32(tmp_path):
     from tonnx import UnsupportedError
     from tonnx_transformers import export_llm
 
-    llm_folders.model("llama").to(torch.bfloat16).save_pretrained(tmp_path / "src")
-    with pytest.raises(UnsupportedError, match="BF16"):
+    llm_folders.model("llama").to(torch.float64).save_pretrained(tmp_path / "src")
+    with pytest.raises(UnsupportedError, match="F64"):
         export_llm(tmp_path / "src", tmp_path / "out")
     assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_bfloat16_weights_are_cast_one_tensor_at_a_time(tmp_path):
+    """A bfloat16 checkpoint streams into the float32 model (exact: bfloat16 is a subset)."""
+    from safetensors.torch import save_file
+    from tonnx import OutputFileError
+    from tonnx.builder._weights import SafetensorsWeights
+
+    stored = torch.randn(4, 8).to(torch.bfloat16)
+    save_file({"w": stored}, str(tmp_path / "w.safetensors"))
+    like = torch.empty(4, 8, device="meta")
+    got = SafetensorsWeights(str(tmp_path / "w.safetensors"), cast_floats=True).load("w", like)
+    assert got.dtype == torch.float32 and torch.equal(got, stored.float())
+    with pytest.raises(OutputFileError, match="bfloat16"):
+        SafetensorsWeights(str(tmp_path / "w.safetensors")).load("w", like)
+
+
+def test_a_bad_source_exits_2(tmp_path, capsys):
+    assert main(["export-llm", str(tmp_path / "missing"), "-o", str(tmp_path / "out"), "-q"]) == 2
+    assert "SourceError" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_previous_export_is_replaced_whole(tmp_path):
+    from tonnx_transformers.llm.folder import StagingFolder, check_output
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "genai_config.json").write_text("{}")
+    (out / "old.bin").write_text("old")
+    check_output(str(out))  # a previous export's folder: accepted
+    with StagingFolder(str(out)) as staging:
+        (tmp_path / staging.path / "genai_config.json").write_text('{"new": 1}')
+        assert sorted(os.listdir(out)) == ["genai_config.json", "old.bin"]  # untouched until published
+        staging.publish()
+    assert sorted(os.listdir(out)) == ["genai_config.json"]
+    assert (out / "genai_config.json").read_text() == '{"new": 1}'
+    assert os.listdir(tmp_path) == ["out"]
 
 
 def test_a_failed_greedy_check_publishes_nothing(tmp_path, monkeypatch):

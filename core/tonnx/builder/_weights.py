@@ -38,14 +38,18 @@ class SafetensorsWeights:
     ``aliases`` maps a model's tensor name to the checkpoint's name for it, when the two
     differ: a tied weight saved once (``lm_head.weight`` -> ``model.embed_tokens.weight``),
     a tensor transformers renames when loading (GPT-NeoX's ``embed_out.weight``). It may
-    be passed to ``to_onnx(weights=...)`` instead of the paths.
+    be passed to ``to_onnx(weights=...)`` instead of the paths. ``cast_floats``: a floating
+    tensor stored in another floating dtype than the model declares (a bfloat16 checkpoint
+    exported in float32) is converted, one tensor at a time; without it that is an error.
     """
 
-    def __init__(self, weights: Any, aliases: dict[str, str] | None = None):
+    def __init__(self, weights: Any, aliases: dict[str, str] | None = None, *,
+                 cast_floats: bool = False):
         from safetensors import safe_open
 
         self.paths = expand(weights)
         self._aliases = dict(aliases or {})
+        self._cast_floats = cast_floats
         self._where: dict[str, str] = {}
         for path in self.paths:
             with safe_open(path, framework="pt") as f:
@@ -68,6 +72,9 @@ class SafetensorsWeights:
         # opened per tensor: the file's mapping is released with each tensor
         with safe_open(path, framework="pt") as f:
             tensor = f.get_tensor(stored)
+        if self._cast_floats and tensor.dtype != like.dtype and tensor.is_floating_point() \
+                and like.dtype.is_floating_point:
+            tensor = tensor.to(like.dtype)
         if tuple(tensor.shape) != tuple(like.shape) or tensor.dtype != like.dtype:
             raise OutputFileError(
                 f"Weight {name!r} in {path!r} is {tensor.dtype} {tuple(tensor.shape)}, the "

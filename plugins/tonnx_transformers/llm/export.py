@@ -99,7 +99,7 @@ def _export(tonnx: Any, src: Any, path: str) -> Any:
     src.model.config.use_cache = True
     return tonnx.to_onnx(
         src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
-        weights=SafetensorsWeights(src.weights, src.aliases) if streamed else None,
+        weights=SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if streamed else None,
     )
 
 

@@ -6,7 +6,8 @@ model's constructor and are in no checkpoint, so they must hold data; the weight
 from the folder's safetensors files one tensor at a time while the ONNX file is written
 (``to_onnx(..., weights=...)``). A model one of whose tensors transformers builds from
 several checkpoint tensors (the experts of Mixtral, Qwen3-MoE) is loaded by transformers
-instead, in memory: streaming those is left to do.
+instead, in memory: streaming those is left to do. A bfloat16 or float16 checkpoint is read
+into the float32 model (each tensor cast as it is read).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from tonnx import TonnxError, UnsupportedError
 class SourceError(TonnxError):
     """SOURCE is not a model folder or a callable returning a causal LM (exit code 2)."""
 
-#: checkpoint dtypes each precision reads without a cast
-_DTYPES = {"fp32": "F32"}
+#: safetensors dtypes each precision reads: floating ones are cast to float32 one tensor at
+#: a time while streaming (bfloat16 and float16 are exact in float32)
+_READS = {"fp32": {"F32", "BF16", "F16", "I64", "I32", "BOOL", "U8", "I8"}}
 
 
 @dataclass
@@ -172,22 +174,20 @@ def _check_causal_lm(config: Any, where: str) -> None:
 
 
 def _check_dtypes(weights: list[str], precision: str) -> set[str]:
-    """The tensor names of the checkpoint; refuses floating weights the precision would cast."""
+    """The tensor names of the checkpoint; refuses a precision it cannot be read at."""
     from safetensors import safe_open
 
     names: set[str] = set()
-    allowed = _DTYPES[precision]
     for path in weights:
         with safe_open(path, framework="pt") as f:
             for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
                 names.add(key)
                 dtype = f.get_slice(key).get_dtype()
-                if dtype in ("F16", "BF16", "F64") and dtype != allowed:
+                if dtype not in _READS[precision]:
                     raise UnsupportedError(
                         f"{os.path.basename(path)} stores {key!r} as {dtype}: export-llm "
-                        f"--precision {precision} reads {allowed} checkpoints only (a cast "
-                        f"while streaming is not implemented yet). Save the model in float32 "
-                        f"(model.to(torch.float32).save_pretrained(folder)) and export that."
+                        f"--precision {precision} reads {', '.join(sorted(_READS[precision]))} "
+                        f"tensors."
                     )
     return names
 
