@@ -310,3 +310,11 @@ def test_keys_of_python_callables_that_resolve_stay_valid():
 
     for key in ("_operator.mul", "math.ceil", "torch.sym_max", operator.mul, scale):
         assert tonnx.Dispatcher({key: conv_a}).converters[0].function is conv_a
+
+
+def test_an_in_house_converter_of_a_local_python_function_builds_a_registry():
+    def scale(x):
+        return x * 3
+
+    registry = PackManager().registry(18, tonnx.Dispatcher({scale: conv_a}))
+    assert registry.resolve(f"{scale.__module__}.{scale.__qualname__}", None).converter.function is conv_a

@@ -106,11 +106,14 @@ def normalize_key(text: str) -> str:
 
 
 def check_op_key(key: str) -> str | None:
-    """Why ``key`` names no registered torch op nor a Python callable found in FX graphs
-    (None when it does), with a did-you-mean.
+    """Why ``key`` names no registered torch op (None when it does, or is not an op key),
+    with a did-you-mean. (A key of a Python callable is checked with the callable itself
+    when the Dispatcher is made.)
 
     A typo in an in-house converter's key would otherwise leave it silently unused.
     """
+    if "::" not in key:
+        return None
     from ._key_check import key_problem
 
     return key_problem(key)
