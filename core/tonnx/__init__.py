@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from tonnx._version import __version__  # noqa: E402
 
-from ._errors import (  # noqa: E402
+from tonnx._errors import (  # noqa: E402
     ConversionError,
     ConverterConflictError,
     ConverterNotFoundError,
@@ -21,13 +21,12 @@ from ._errors import (  # noqa: E402
     TonnxError,
     UnsupportedError,
 )
-from ._export import to_onnx  # noqa: E402
-from ._pretty import pretty  # noqa: E402
-from ._program import convert, export_patches, export_program  # noqa: E402
-from .dispatch import Converter, Dispatcher, PackSpec, hookimpl  # noqa: E402
+from tonnx.pipeline import convert, export_patches, export_program, to_onnx  # noqa: E402
+from tonnx.tools._pretty import pretty  # noqa: E402
+from tonnx.dispatch import Converter, Dispatcher, PackSpec, hookimpl  # noqa: E402
 
 if TYPE_CHECKING:
-    from .builder import GraphBuilder
+    from tonnx.builder import GraphBuilder
 
 __all__ = [
     "__version__",
@@ -57,7 +56,7 @@ __all__ = [
 def __getattr__(name: str):
     # GraphBuilder imports onnx; keep `import tonnx` light until it is needed.
     if name == "GraphBuilder":
-        from .builder import GraphBuilder
+        from tonnx.builder import GraphBuilder
 
         return GraphBuilder
     raise AttributeError(f"module 'tonnx' has no attribute {name!r}")

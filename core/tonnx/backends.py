@@ -68,8 +68,8 @@ class OnnxGraph:
     def _compile(self, key: tuple, args: tuple):
         import torch
 
-        from ._errors import TonnxError
-        from ._program import convert, export_program
+        from tonnx._errors import TonnxError
+        from tonnx.pipeline._program import convert, export_program
 
         with torch.no_grad():
             ep = export_program(self.gm, args)
@@ -93,14 +93,14 @@ class OnnxGraph:
                 onx.SerializeToString(), providers=["CPUExecutionProvider"]
             )
             return lambda feeds: session.run(None, dict(zip(names, feeds)))
-        from ._reference import ExtendedReferenceEvaluator
+        from tonnx.authoring._reference import ExtendedReferenceEvaluator
 
         evaluator = ExtendedReferenceEvaluator(onx, new_ops=[*_reference_fixes(), *self.new_ops])
         return lambda feeds: evaluator.run(None, dict(zip(names, feeds)))
 
 
 def _numpy(tensor):
-    from .builder._constants import as_numpy
+    from tonnx.builder._constants import as_numpy
 
     array = as_numpy(tensor.detach().cpu())
     return array if array.flags.c_contiguous else array.copy(order="C")

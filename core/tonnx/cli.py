@@ -1,7 +1,7 @@
 """The ``tonnx`` command: ``export``, ``demo``, ``show``, ``packs``, ``explain``, ``coverage``,
 ``--version``.
 
-Every command ends in an exit code of ``tonnx._cli._codes`` (docs/cli.md), never in a
+Every command ends in an exit code of ``tonnx.tools.cli._codes`` (docs/cli.md), never in a
 traceback for what the user can fix: a tonnx error is printed as one message with its fix.
 """
 
@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from ._cli import _codes, _explain, _packs, add_commands
-from ._cli._pack_commands import add_pack_commands
+from tonnx.tools.cli import _codes, _explain, _packs, add_commands
+from tonnx.tools.cli._pack_commands import add_pack_commands
 
 
 def _coverage(args) -> int:
-    from ._coverage import CoverageError, coverage_report
+    from tonnx.tools._coverage import CoverageError, coverage_report
 
     try:
         text, status = coverage_report(args.tests, args.pack)
@@ -30,7 +30,7 @@ def _coverage(args) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tonnx", description="Fast PyTorch to ONNX export.")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_commands(parser, sub)  # export, demo, show, --version (tonnx._cli)
+    add_commands(parser, sub)  # export, demo, show, --version (tonnx.tools.cli)
     _packs.add_parser(sub)
     _explain.add_parser(sub)
     add_pack_commands(sub)  # the packs' own commands (PackSpec.commands)
@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._errors import TonnxError
+    from tonnx._errors import TonnxError
 
     command = "tonnx"
     try:

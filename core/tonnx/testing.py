@@ -9,7 +9,7 @@ This module is the pack author's kit: strategies and tensor makers for hypothesi
 (``tensors``, ``shapes``, ``dtypes``...), the meta-tests every pack runs
 (``assert_pack_covered``, ``assert_follows_schema``), and onnx's reference evaluator
 extended with the installed packs' kernels (``ExtendedReferenceEvaluator``,
-``run_reference``). Installing tonnx also installs a pytest plugin (``tonnx._pytest_plugin``)
+``run_reference``). Installing tonnx also installs a pytest plugin (``tonnx.tools._pytest_plugin``)
 with the "ci" and "deep" hypothesis profiles.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ._coverage import assert_follows_schema, assert_pack_covered, covered_keys, pack_converters
-from ._reference import ExtendedReferenceEvaluator, reference_kernels
-from ._strategies import (
+from tonnx.tools._coverage import assert_follows_schema, assert_pack_covered, covered_keys, pack_converters
+from tonnx.authoring._reference import ExtendedReferenceEvaluator, reference_kernels
+from tonnx.authoring._strategies import (
     ALL_DTYPES,
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -111,7 +111,7 @@ def run_onnxruntime(model, feeds: Sequence[Any], session_options=None) -> list[n
 
 
 def _to_numpy(t) -> np.ndarray:
-    from .builder._constants import as_numpy
+    from tonnx.builder._constants import as_numpy
 
     array = as_numpy(t)
     # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
@@ -142,7 +142,7 @@ def assert_close(expected, got: np.ndarray, *, atol: float, rtol: float, what: s
 
 def op_keys(exported_program) -> set[str]:
     """Keys (``aten::add.Tensor``) of every op called in an ExportedProgram's graph."""
-    from .dispatch import target_key
+    from tonnx.dispatch import target_key
 
     keys = set()
     for module in exported_program.graph_module.modules():
@@ -185,7 +185,7 @@ def check_model(
         raise ValueError(f"runtime={runtime!r}: use 'onnxruntime' or 'reference'")
     import torch
 
-    from ._program import convert, export_program
+    from tonnx.pipeline._program import convert, export_program
 
     kwargs = dict(kwargs or {})
     dynamic_shapes = to_onnx_kwargs.pop("dynamic_shapes", None)

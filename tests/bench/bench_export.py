@@ -184,7 +184,8 @@ def weights_mb(model) -> float:
 
 def bench_llama(layers: int, repeat: int, export_repeat: int, memory: bool) -> dict:
     import tonnx
-    from tonnx._export import DEFAULT_OPSET, _opsets, convert_program
+    from tonnx.pipeline._arguments import DEFAULT_OPSET, opsets as _opsets
+    from tonnx.pipeline._to_onnx import convert_program
 
     model, args = llama(layers)
     ep = torch.export.export(model, args)

@@ -149,7 +149,7 @@ def main() -> None:
 
     def torch_export():
         with tonnx.export_patches():
-            from tonnx.interpreter._dynamic_shapes import convert
+            from tonnx.pipeline.capture._dynamic_shapes import convert
 
             spec, _ = convert(model, (), example, DYNAMIC)
             return torch.export.export(model, (), kwargs=example, dynamic_shapes=spec)

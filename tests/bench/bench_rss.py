@@ -43,7 +43,9 @@ def llama2():
 
 def loop(kind: str, runs: int) -> dict:
     import tonnx
-    from tonnx._export import DEFAULT_OPSET, _opsets, convert_program, export_program
+    from tonnx.pipeline._arguments import DEFAULT_OPSET, opsets as _opsets
+    from tonnx.pipeline._to_onnx import convert_program
+    from tonnx.pipeline.capture._torch_export import export_program
 
     model, args = mlp() if kind == "mlp" else llama2()
     if kind == "convert":

@@ -165,8 +165,8 @@ def test_demo(tmp_path):
 def test_progress_bar_draws_only_where_asked():
     import io
 
-    from tonnx._cli._progress import Progress
-    from tonnx._report import ExportRecord
+    from tonnx.tools.cli._progress import Progress
+    from tonnx.tools.report._record import ExportRecord
 
     record = ExportRecord()
     progress = Progress(record, stream=io.StringIO())

@@ -159,7 +159,8 @@ def _program(module, tensors):
 
 def _export_tonnx(module, tensors, dispatcher):
     import tonnx
-    from tonnx._export import DEFAULT_OPSET, convert_program
+    from tonnx.pipeline._arguments import DEFAULT_OPSET
+    from tonnx.pipeline._to_onnx import convert_program
 
     ep = _program(module, tensors)
     try:

@@ -185,7 +185,7 @@ def test_make_nodes_inlines_a_function():
 
 
 def test_external_data_writer(tmp_path):
-    from tonnx.builder import ExternalDataWriter, write_model
+    from tonnx.pipeline.write import ExternalDataWriter, write_model
 
     g = GraphBuilder(18)
     w = g.make_initializer("w", np.arange(1000, dtype=np.float32))

@@ -161,7 +161,7 @@ def test_a_size_from_floor_division_by_a_size_gets_a_fresh_name():
     import sympy
     from torch.utils._sympy.functions import FloorDiv
 
-    from tonnx.interpreter._values import ShapeNamer
+    from tonnx.pipeline.interpret._values import ShapeNamer
 
     s = sympy.Symbol("s0", integer=True, positive=True)
 

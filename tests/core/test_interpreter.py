@@ -253,7 +253,7 @@ def test_tuple_dynamic_shapes_with_varargs_forward():
 
 
 def test_mutation_not_returned_by_the_op_is_functionalized():
-    from tonnx.interpreter._mutations import needs_functionalization, written_arguments
+    from tonnx.pipeline.prepare._mutations import needs_functionalization, written_arguments
 
     bn = torch.ops.aten._native_batch_norm_legit.default
     assert written_arguments(bn) == ((3, None), (4, None))

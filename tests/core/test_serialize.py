@@ -13,7 +13,8 @@ import torch
 from onnx import TensorProto, numpy_helper
 
 import tonnx
-from tonnx.builder import GraphBuilder, _file_writer
+from tonnx.builder import GraphBuilder
+from tonnx.pipeline.write import _file_writer
 from tonnx.testing import run_onnxruntime
 
 

@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from tonnx.builder import _file_writer
+from tonnx.pipeline.write import _file_writer
 
 # a child writing a 64 MB model (16 tensors of 4 MB, 20 ms per tensor) over an existing file;
 # MODE is "inline" or "external"; CRASH_AT_SWITCH exits at once when the .onnx switch comes
@@ -22,8 +22,9 @@ CHILD = textwrap.dedent(
     import os, sys, time
     import numpy as np
     from onnx import TensorProto
-    from tonnx.builder import GraphBuilder, _file_writer
-    from tonnx.builder._serialize import tensor_bytes
+    from tonnx.builder import GraphBuilder
+    from tonnx.pipeline.write import _file_writer
+    from tonnx.builder._proto import tensor_bytes
 
     path, mode, crash_at_switch = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
     g = GraphBuilder(18)

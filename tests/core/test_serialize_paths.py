@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import tonnx
-from tonnx.builder import _file_writer
+import tonnx.pipeline.write._save
+from tonnx.pipeline.write import _file_writer
 
 
 class _Mlp(torch.nn.Module):
@@ -198,7 +199,7 @@ def test_returned_proto_is_whole(tmp_path, external):
 def test_above_the_threshold_the_proto_references_the_data_file(tmp_path, monkeypatch):
     """A model too large to hold twice: the proto is what onnx.load(filename,
     load_external_data=False) gives, references resolved from filename's folder."""
-    monkeypatch.setattr(tonnx._export, "EXTERNAL_DATA_THRESHOLD", 1024)
+    monkeypatch.setattr(tonnx.pipeline.write._save, "EXTERNAL_DATA_THRESHOLD", 1024)
     path = tmp_path / "m.onnx"
     onx, expected, x = _export(path)
     assert os.listdir(tmp_path) != ["m.onnx"]  # external data chosen automatically
@@ -210,7 +211,7 @@ def test_above_the_threshold_the_proto_references_the_data_file(tmp_path, monkey
 
 
 def test_inline_file_over_protobuf_limit_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(tonnx._export, "PROTOBUF_LIMIT", 1024)
+    monkeypatch.setattr(tonnx.pipeline.write._save, "PROTOBUF_LIMIT", 1024)
     with pytest.raises(tonnx.OutputFileError, match="external_data=True"):
         _export(tmp_path / "m.onnx", external_data=False)
     assert os.listdir(tmp_path) == []

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tonnx.interpreter._mutations import needs_functionalization, slice_write
+from tonnx.pipeline.prepare._mutations import needs_functionalization, slice_write
 from tonnx.testing import check_model
 
 
@@ -171,7 +171,7 @@ def test_a_write_the_interpreter_would_lose_is_an_error(monkeypatch):
     """Should a write through a view ever reach the interpreter unfunctionalized, it fails
     instead of dropping the write."""
     import tonnx
-    from tonnx.interpreter import _mutations
+    from tonnx.pipeline.prepare import _mutations
 
     monkeypatch.setattr(_mutations, "needs_functionalization", lambda graph: False)
     with pytest.raises(tonnx.ConversionError, match="not functionalized"):

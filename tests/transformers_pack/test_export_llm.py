@@ -133,7 +133,7 @@ def test_bfloat16_weights_are_cast_one_tensor_at_a_time(tmp_path):
     """A bfloat16 checkpoint streams into the float32 model (exact: bfloat16 is a subset)."""
     from safetensors.torch import save_file
     from tonnx import OutputFileError
-    from tonnx.builder._weights import SafetensorsWeights
+    from tonnx.pipeline.write._weights import SafetensorsWeights
 
     stored = torch.randn(4, 8).to(torch.bfloat16)
     save_file({"w": stored}, str(tmp_path / "w.safetensors"))
@@ -195,7 +195,7 @@ def test_the_command_belongs_to_the_pack():
 
 def test_a_pack_command_taking_a_core_name_is_refused(monkeypatch):
     import tonnx
-    from tonnx._cli import _pack_commands
+    from tonnx.tools.cli import _pack_commands
     from tonnx.dispatch import _manager
 
     spec = tonnx.PackSpec(name="clash", load=list, commands=lambda sub: sub.add_parser("export"))
@@ -214,7 +214,7 @@ def test_a_pack_command_taking_a_core_name_is_refused(monkeypatch):
 ])
 def test_checkpoint_names_of_tied_and_renamed_weights(tmp_path, name, alias):
     from safetensors import safe_open
-    from tonnx.builder._weights import SafetensorsWeights
+    from tonnx.pipeline.write._weights import SafetensorsWeights
     from tonnx_transformers.llm.source import checkpoint_names, parameters_on_meta
 
     real = llm_folders.save_folder(name, tmp_path)

@@ -1,7 +1,5 @@
-"""The GraphBuilder every converter writes into."""
+"""The GraphBuilder every converter writes into, and its graph passes."""
 
-from ._file_writer import write_model
-from ._graph_builder import SUPPORTED_OPSETS, GraphBuilder
-from ._serialize import ExternalDataWriter
+from tonnx.builder._graph_builder import SUPPORTED_OPSETS, GraphBuilder
 
-__all__ = ["GraphBuilder", "SUPPORTED_OPSETS", "ExternalDataWriter", "write_model"]
+__all__ = ["GraphBuilder", "SUPPORTED_OPSETS"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import onnx_type_from_numpy, onnx_type_from_torch
+from tonnx.builder._dtypes import onnx_type_from_numpy, onnx_type_from_torch
 
 #: Values with at most this many elements are deduplicated by content.
 DEDUP_MAX_ELEMENTS = 64

@@ -7,7 +7,7 @@ their own CSE would run every copy; small graphs also load faster.
 
 from __future__ import annotations
 
-from ._passes import _apply_renames
+from tonnx.builder._passes import _apply_renames
 
 # Ops whose every call must run: two of them never compute the same thing.
 _NONDETERMINISTIC = frozenset(

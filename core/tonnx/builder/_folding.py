@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._dtypes import numpy_dtype
+from tonnx.builder._dtypes import numpy_dtype
 
 #: Results larger than this are only folded by the pass, when the input has one consumer.
 EAGER_MAX_ELEMENTS = 65536

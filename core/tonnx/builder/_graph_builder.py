@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import TonnxError
-from . import _constants, _cse, _debug, _folding, _passes, _peephole, _serialize, _type_inference
-from ._node import Node
-from ._shortcut import OpShortcut
+from tonnx._errors import TonnxError
+from tonnx.builder import _constants, _cse, _debug, _folding, _passes, _peephole, _proto, _type_inference
+from tonnx.builder._node import Node
+from tonnx.builder._shortcut import OpShortcut
 
 #: Shape of a result: ints for static dimensions, strings for symbolic ones.
 Shape = tuple  # tuple[int | str, ...]
@@ -281,7 +281,7 @@ class GraphBuilder:
         Intermediate results are renamed with ``prefix`` so they cannot collide; the
         function's inputs and outputs are bound to ``inputs`` and ``outputs``.
         """
-        from ._inline import inline_function
+        from tonnx.builder._inline import inline_function
 
         return inline_function(self, function, list(inputs), list(outputs), prefix=prefix)
 
@@ -332,7 +332,7 @@ class GraphBuilder:
 
         ``external_data`` (an ``ExternalDataWriter``) receives the large initializers.
         """
-        return _serialize.to_model_proto(self, external_data=external_data, doc_string=doc_string)
+        return _proto.to_model_proto(self, external_data=external_data, doc_string=doc_string)
 
     def get_debug_msg(self) -> str:
         """State of the builder quoted by every error raised during conversion."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from onnx import helper
 
-from .._errors import TonnxError
+from tonnx._errors import TonnxError
 
 
 def inline_function(g, function, inputs: list[str], outputs: list[str], *, prefix: str):

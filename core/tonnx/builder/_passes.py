@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from . import _constants, _folding
+from tonnx.builder import _constants, _folding
 
 # Exact ops that only move or reinterpret data: worth folding on a weight of any size
 # when nothing else reads the original, since ONNX runtimes would do it at every load.

@@ -25,7 +25,7 @@ from collections import Counter
 import numpy as np
 from onnx import TensorProto
 
-from ._passes import _all_reads
+from tonnx.builder._passes import _all_reads
 
 
 def rewrite_peepholes(g) -> int:

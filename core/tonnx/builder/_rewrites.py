@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import TonnxError
-from ._node import Node
-from ._passes import _all_reads
+from tonnx._errors import TonnxError
+from tonnx.builder._node import Node
+from tonnx.builder._passes import _all_reads
 
 #: Rewrites allowed on one node and its replacements (a rule re-creating its own
 #: anchor would otherwise loop forever).
@@ -102,7 +102,7 @@ class RewriteContext:
             inputs.pop()
         node = Node(op_type, inputs, names, attributes, domain, g._unique_node_name(op_type), None)
         if not domain:
-            from ._type_inference import infer_types
+            from tonnx.builder._type_inference import infer_types
 
             infer_types(g, node)
         return node

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import onnx.defs
 
-from .._errors import TonnxError
+from tonnx._errors import TonnxError
 
 
 class OpShortcut:
@@ -59,7 +59,7 @@ def _as_input(g, value: Any, like: str | None) -> str:
     if value is None:
         return ""
     if isinstance(value, (bool, int, float)) and like is not None:
-        from ._dtypes import numpy_dtype
+        from tonnx.builder._dtypes import numpy_dtype
 
         value = np.array(value, dtype=numpy_dtype(g.get_type(like)))
     try:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._errors import PackConfigError
+from tonnx._errors import PackConfigError
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})

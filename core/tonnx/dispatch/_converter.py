@@ -103,17 +103,3 @@ def normalize_key(text: str) -> str:
     if ns in TORCH_NAMESPACES and rest:
         return f"{ns}::{rest}"
     return text
-
-
-def check_op_key(key: str) -> str | None:
-    """Why ``key`` names no registered torch op (None when it does, or is not an op key),
-    with a did-you-mean. (A key of a Python callable is checked with the callable itself
-    when the Dispatcher is made.)
-
-    A typo in an in-house converter's key would otherwise leave it silently unused.
-    """
-    if "::" not in key:
-        return None
-    from ._key_check import key_problem
-
-    return key_problem(key)

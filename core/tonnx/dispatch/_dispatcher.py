@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._errors import TonnxError
-from . import _config
-from ._converter import Converter
+from tonnx._errors import TonnxError
+from tonnx.dispatch import _config
+from tonnx.dispatch._converter import Converter
 
 
 class Dispatcher:
@@ -121,7 +121,7 @@ def _check_callable_key(conv: Converter) -> None:
     key = conv.key
     if "::" in key:
         return
-    from ._key_check import key_problem
+    from tonnx.dispatch._key_check import key_problem
 
     problem = key_problem(key, conv.target)
     if problem:

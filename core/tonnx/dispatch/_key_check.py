@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import importlib
 
+from tonnx.dispatch._converter import target_key
+
 
 def key_problem(key: str, target=None) -> str | None:
     """Why ``key`` names no op and no Python callable found in FX graphs (None when it does).
@@ -39,8 +41,6 @@ def _callable_problem(key: str, found=None) -> str | None:
     last = key.rpartition(".")[2]
     if found is None:
         return f"{key!r} names no op (keys look like 'aten::relu.default') and no Python callable{_did_you_mean(last)}"
-    from ._converter import target_key
-
     if _is_torch_function(found):
         return (
             f"{key!r} is a torch function: torch.export records the aten ops it calls, never "
@@ -108,3 +108,15 @@ def _spelling(ns: str, op: str) -> str:
     if packet is not None and "default" in packet.overloads():
         return f"{ns}::{op}.default"
     return f"{ns}::{op}"
+
+
+def check_op_key(key: str) -> str | None:
+    """Why ``key`` names no registered torch op (None when it does, or is not an op key),
+    with a did-you-mean. (A key of a Python callable is checked with the callable itself
+    when the Dispatcher is made.)
+
+    A typo in an in-house converter's key would otherwise leave it silently unused.
+    """
+    if "::" not in key:
+        return None
+    return key_problem(key)

@@ -11,12 +11,13 @@ from typing import Any
 
 import pluggy
 
-from .._errors import ConverterNotFoundError, PackLoadError, TonnxError
-from . import _config, _hookspecs, _shadow
-from ._converter import Converter, check_op_key, packet_key, target_key
-from ._dispatcher import DEFAULT_DISPATCHER, Dispatcher
-from ._pack import PackSpec
-from ._registry import INHOUSE_PACK, INHOUSE_PRIORITY, Candidate, Registry
+from tonnx._errors import ConverterNotFoundError, PackLoadError, TonnxError
+from tonnx.dispatch import _config, _hookspecs, _shadow
+from tonnx.dispatch._converter import Converter, packet_key, target_key
+from tonnx.dispatch._key_check import check_op_key
+from tonnx.dispatch._dispatcher import DEFAULT_DISPATCHER, Dispatcher
+from tonnx.dispatch._pack import PackSpec
+from tonnx.dispatch._registry import INHOUSE_PACK, INHOUSE_PRIORITY, Candidate, Registry
 
 ENTRY_POINT_GROUP = "tonnx.packs"
 #: Registries kept per manager: a few opsets times a few dispatchers in a session.

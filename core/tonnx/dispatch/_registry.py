@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import ConverterConflictError
-from ._converter import Converter, packet_key
+from tonnx._errors import ConverterConflictError
+from tonnx.dispatch._converter import Converter, packet_key
 
 #: Priority of the converters a Dispatcher is given (rule 1).
 INHOUSE_PRIORITY = 1_000_000

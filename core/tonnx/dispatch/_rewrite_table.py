@@ -7,8 +7,8 @@ anchored on the same op type are a conflict, as two converters would be.
 
 from __future__ import annotations
 
-from .._errors import ConverterConflictError, PackLoadError
-from ..builder._rewrites import RewriteRule
+from tonnx._errors import ConverterConflictError, PackLoadError
+from tonnx.builder._rewrites import RewriteRule
 
 
 def enabled_rules(registry, config) -> list[tuple[str, RewriteRule]]:

@@ -40,7 +40,7 @@ def add_commands(sub) -> None:
 
 def run(args) -> int:
     from tonnx import TonnxError
-    from tonnx._cli import _codes
+    from tonnx.tools.cli import _codes
 
     from .export import export_llm
     from .source import SourceError

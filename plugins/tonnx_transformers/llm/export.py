@@ -28,7 +28,7 @@ class LLMExport:
 
 
 class _Phases:
-    """The phase shown by tonnx's progress line (``tonnx._cli._progress.Progress``)."""
+    """The phase shown by tonnx's progress line (``tonnx.tools.cli._progress.Progress``)."""
 
     current: str | None = None
 
@@ -55,7 +55,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     - ``progress``: show the phase on stderr (None: when stderr is a terminal).
     """
     import tonnx
-    from tonnx._cli._progress import Progress
+    from tonnx.tools.cli._progress import Progress
 
     _precision.check_precision(precision)
     out = os.fspath(out)
@@ -92,7 +92,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
 def _export(tonnx: Any, src: Any, path: str) -> Any:
     from .inputs import example_call
 
-    from tonnx.builder._weights import SafetensorsWeights
+    from tonnx.pipeline.write._weights import SafetensorsWeights
 
     streamed = bool(src.weights)
     kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")

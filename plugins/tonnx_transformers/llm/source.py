@@ -124,7 +124,7 @@ def checkpoint_names(model: Any, stored: set[str]) -> dict[str, str] | None:
 
 
 def _from_callable(spec: str, tokenizer: str | None) -> Source:
-    from tonnx._cli._target import TargetError, _import
+    from tonnx.tools.cli._target import TargetError, _import
 
     where, _, name = spec.rpartition(":")
     try:

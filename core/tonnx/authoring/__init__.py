@@ -1,0 +1,1 @@
+"""What pack authors use, published through tonnx.converters and tonnx.testing."""

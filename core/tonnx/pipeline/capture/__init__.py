@@ -1,0 +1,1 @@
+"""Step 1, capture: torch.export with tonnx's dynamic shapes, names and keyword inputs."""

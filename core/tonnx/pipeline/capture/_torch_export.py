@@ -1,0 +1,68 @@
+"""Step 1, capture: the model traced by torch.export, with tonnx's dynamic-shape forms
+(a string names a dimension), keyword inputs made explicit and the packs' export patches."""
+
+from __future__ import annotations
+
+import contextlib
+
+from tonnx._errors import ExportFailedError, TonnxError
+from tonnx.pipeline.capture import _dynamic_shapes
+from tonnx.pipeline.capture._keyword_inputs import explicit_keyword_inputs
+
+#: Where tonnx.export_program keeps the user's dimension names on the program it returns.
+DIM_NAMES = "pkg.tonnx.dim_names"
+
+
+@contextlib.contextmanager
+def pack_export_patches(model, dispatcher, opset: int):
+    """Enters the ``export_patches`` of the packs ``dispatcher`` enables (PackSpec)."""
+    import torch
+
+    from tonnx.dispatch._dispatcher import DEFAULT_DISPATCHER
+    from tonnx.dispatch._manager import default_manager
+
+    with contextlib.ExitStack() as stack:
+        if not isinstance(model, torch.export.ExportedProgram):
+            registry = default_manager().registry(opset, dispatcher if dispatcher is not None else DEFAULT_DISPATCHER)
+            for spec in registry.packs.values():
+                if spec is not None and spec.export_patches is not None:
+                    stack.enter_context(spec.export_patches())
+        yield
+
+
+def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, strict=False):
+    """(ExportedProgram, {torch symbol: user dimension name}) for a model or a program."""
+    import torch
+
+    from tonnx.pipeline.capture import _dynamic_shapes
+
+    if isinstance(model, torch.export.ExportedProgram):
+        if dynamic_shapes is None and (args or kwargs):
+            raise TonnxError(
+                "to_onnx(ExportedProgram, args/kwargs) without dynamic_shapes: the program is "
+                "already traced with its own inputs, so args/kwargs would be ignored. Drop them, "
+                "pass dynamic_shapes to name the program's dynamic dimensions, or export the "
+                "nn.Module instead."
+            )
+        if dynamic_shapes is None:
+            return model, dict(model.graph_module.meta.get(DIM_NAMES, {}))
+        return model, _dynamic_shapes.program_symbol_names(model, args, kwargs, dynamic_shapes)
+    with explicit_keyword_inputs(model, kwargs):  # callers enter pack_export_patches
+        spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
+        ep = _torch_export(model, args, kwargs, spec, strict)
+        return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)
+
+
+def _torch_export(model, args, kwargs, dynamic_shapes, strict):
+    import torch
+
+    try:
+        return torch.export.export(
+            model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict
+        )
+    except Exception as e:
+        raise ExportFailedError(
+            f"torch.export.export could not trace the model (this is torch.export's failure, "
+            f"not tonnx's; fix the model or the inputs, or pass an ExportedProgram): "
+            f"{type(e).__name__}: {e}"
+        ) from e

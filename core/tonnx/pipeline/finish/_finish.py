@@ -1,0 +1,69 @@
+"""Step 4, finish: the converted graph checked, optimized, rewritten by the packs' rules, and
+stamped with the metadata that says how it was made."""
+
+from __future__ import annotations
+
+import warnings
+
+
+def finish_graph(g, ep, interpreter, registry, config, manager, *, optimize: bool, validate: bool, record=None) -> None:
+    """Validation, the builder's passes, pack rewrites and metadata, in that order."""
+    if validate:
+        from tonnx.pipeline.finish._validate import validate as validate_graph
+
+        validate_graph(g)
+    if record is not None:
+        record.start("optimize")
+    if optimize:
+        g.optimize()
+        apply_pack_rewrites(g, registry, config)
+    drop_unused_domains(g)
+    stamp_metadata(g, ep, interpreter, registry, manager)
+
+
+def stamp_metadata(g, ep, interpreter, registry, manager) -> None:
+    """The packs used, what a fallback pack converted (also warned), the range constraints."""
+    from tonnx.pipeline.finish._metadata import graph_metadata
+
+    g.metadata_props["pkg.tonnx.packs"] = ", ".join(
+        f"{n} {manager.versions.get(n, '')}".strip() for n in registry.packs if registry.packs[n]
+    )
+    if interpreter.fallback_ops:
+        summary = ", ".join(f"{k} x{v}" for k, v in sorted(interpreter.fallback_ops.items()))
+        g.metadata_props["pkg.tonnx.fallback_ops"] = summary
+        # one warning per export: what a fallback pack converted is never silent
+        warnings.warn(
+            f"tonnx: {len(interpreter.fallback_ops)} op(s) converted by a fallback pack "
+            f"(listed in the model's pkg.tonnx.fallback_ops metadata): {summary}",
+            UserWarning,
+            stacklevel=4,
+        )
+    g.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(
+        ep.range_constraints
+    )
+    g.metadata_props.update(graph_metadata(ep, interpreter, manager, g))
+
+
+def apply_pack_rewrites(g, registry, config) -> None:
+    """Packs' multi-node rewrites (``PackSpec.rewrites``), run on the optimized graph,
+    where patterns are canonical (identities gone, constants folded, shared subexpressions
+    merged), then the two passes that clean up after them. Rules that fired are listed in
+    the model's ``pkg.tonnx.rewrites`` metadata."""
+    from tonnx.builder._rewrites import apply_rewrites
+    from tonnx.dispatch._rewrite_table import enabled_rules
+
+    rules = enabled_rules(registry, config)
+    if not rules:
+        return
+    fired = apply_rewrites(g, rules)
+    if fired:
+        g.remove_identity_nodes()  # rules alias a result through Identity
+        g.eliminate_common_subexpressions()
+        g.remove_unused()
+        g.metadata_props["pkg.tonnx.rewrites"] = ", ".join(f"{k} x{v}" for k, v in sorted(fired.items()))
+
+
+def drop_unused_domains(g) -> None:
+    used = {n.domain for n in g.nodes}
+    for domain in [d for d in g.opsets if d and d not in used]:
+        del g.opsets[domain]

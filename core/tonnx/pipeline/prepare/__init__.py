@@ -1,0 +1,1 @@
+"""Step 2, prepare: the program made ready to interpret (mutations, slice writes, the dispatch plan)."""

@@ -1,0 +1,89 @@
+"""Weights of a model built on the ``meta`` device, read from safetensors one tensor at a time.
+
+A model bigger than memory is built on ``meta`` (``with torch.device("meta"): ...``), traced
+by torch.export without data, and its weights are read from the checkpoint only while the
+file is written: each tensor is loaded, written and freed before the next one, so the peak
+memory is about one tensor. Names are the ``state_dict`` names of the model given to
+``to_onnx`` (the initializers' names).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any
+
+from tonnx._errors import OutputFileError
+from tonnx.builder import _constants, _proto
+
+
+def expand(weights: Any) -> list[str]:
+    """Paths of a path, a glob or a list of them, in sorted order."""
+    if isinstance(weights, SafetensorsWeights):
+        return list(weights.paths)
+    items = [weights] if isinstance(weights, (str, os.PathLike)) else list(weights)
+    paths: list[str] = []
+    for item in items:
+        item = os.fspath(item)
+        found = sorted(glob.glob(item)) if glob.has_magic(item) else [item]
+        if not found or not all(os.path.isfile(p) for p in found):
+            raise OutputFileError(f"weights={item!r}: no safetensors file there.")
+        paths.extend(found)
+    return paths
+
+
+class SafetensorsWeights:
+    """Maps tensor names to the safetensors file holding them; loads one at a time.
+
+    ``aliases`` maps a model's tensor name to the checkpoint's name for it, when the two
+    differ: a tied weight saved once (``lm_head.weight`` -> ``model.embed_tokens.weight``),
+    a tensor transformers renames when loading (GPT-NeoX's ``embed_out.weight``). It may
+    be passed to ``to_onnx(weights=...)`` instead of the paths. ``cast_floats``: a floating
+    tensor stored in another floating dtype than the model declares (a bfloat16 checkpoint
+    exported in float32) is converted, one tensor at a time; without it that is an error.
+    """
+
+    def __init__(self, weights: Any, aliases: dict[str, str] | None = None, *,
+                 cast_floats: bool = False):
+        from safetensors import safe_open
+
+        self.paths = expand(weights)
+        self._aliases = dict(aliases or {})
+        self._cast_floats = cast_floats
+        self._where: dict[str, str] = {}
+        for path in self.paths:
+            with safe_open(path, framework="pt") as f:
+                for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
+                    self._where.setdefault(key, path)
+
+    def load(self, name: str, like) -> Any:
+        """The tensor ``name``, checked against the shape and dtype the model declares."""
+        from safetensors import safe_open
+
+        stored = self._aliases.get(name, name)
+        path = self._where.get(stored)
+        if path is None:
+            raise OutputFileError(
+                f"Weight {name!r} is on the 'meta' device and in none of the safetensors files "
+                f"({len(self._where)} tensors, e.g. {sorted(self._where)[:3]}). The names must "
+                f"be the state_dict names of the model given to to_onnx; a non-persistent "
+                f"buffer (e.g. rotary inv_freq) must be built on CPU, not on 'meta'."
+            )
+        # opened per tensor: the file's mapping is released with each tensor
+        with safe_open(path, framework="pt") as f:
+            tensor = f.get_tensor(stored)
+        if self._cast_floats and tensor.dtype != like.dtype and tensor.is_floating_point() \
+                and like.dtype.is_floating_point:
+            tensor = tensor.to(like.dtype)
+        if tuple(tensor.shape) != tuple(like.shape) or tensor.dtype != like.dtype:
+            raise OutputFileError(
+                f"Weight {name!r} in {path!r} is {tensor.dtype} {tuple(tensor.shape)}, the "
+                f"model expects {like.dtype} {tuple(like.shape)}."
+            )
+        return tensor
+
+    def payload(self, name: str, value) -> memoryview:
+        """Bytes of an initializer: read from the files for a 'meta' tensor."""
+        if not _constants.has_data(value):
+            value = self.load(name, value)
+        return _proto.tensor_bytes(value)

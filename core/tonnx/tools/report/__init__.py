@@ -1,0 +1,1 @@
+"""The export report: a record filled while an export runs, rendered as markdown."""
