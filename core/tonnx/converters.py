@@ -7,7 +7,7 @@ private and may change. ``tests/core/test_public_api.py`` pins this list.
 
 from __future__ import annotations
 
-from ._converter_helpers import (
+from tonnx.authoring._converter_helpers import (
     cast,
     is_float,
     named,
@@ -20,11 +20,12 @@ from ._converter_helpers import (
     trunc,
     unused_output,
 )
-from ._errors import UnsupportedError
-from ._graph_converter import convert_graph
-from .builder._dtypes import numpy_dtype, onnx_type_from_numpy, onnx_type_from_torch, torch_dtype
-from .builder._rewrites import RewriteContext, RewriteRule
-from .dispatch import Converter
+from tonnx._errors import UnsupportedError
+from tonnx.authoring._graph_converter import convert_graph
+from tonnx.authoring._math import quadrant_atan, signbit
+from tonnx.builder._dtypes import numpy_dtype, onnx_type_from_numpy, onnx_type_from_torch, torch_dtype
+from tonnx.builder._rewrites import RewriteContext, RewriteRule
+from tonnx.dispatch import Converter
 
 __all__ = [
     "Converter",
@@ -42,8 +43,10 @@ __all__ = [
     "operand",
     "opmath_type",
     "output_used",
+    "quadrant_atan",
     "shape_of",
     "shape_tensor",
+    "signbit",
     "torch_dtype",
     "trunc",
     "unused_output",

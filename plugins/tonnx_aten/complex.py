@@ -20,10 +20,10 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, named, numpy_dtype, onnx_type_from_torch, shape_tensor
+from tonnx.converters import cast, named, numpy_dtype, onnx_type_from_torch, quadrant_atan, shape_tensor
 
 from . import shape as _shape
-from .elementwise import _quadrant_atan
+
 
 BOOL = TensorProto.BOOL
 DOUBLE = TensorProto.DOUBLE
@@ -182,7 +182,7 @@ def aten_angle(g, sts, outputs, self):
     "angle(Tensor self) -> Tensor"
     # atan2(imaginary, real), with C's signed-zero and infinity cases
     re, im = _component(g, self, 0), _component(g, self, 1)
-    return named(g, _quadrant_atan(g, im, re), outputs[0])
+    return named(g, quadrant_atan(g, im, re), outputs[0])
 
 
 # -- dtype conversions ------------------------------------------------------------------------

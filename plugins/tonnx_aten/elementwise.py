@@ -28,6 +28,7 @@ from tonnx.converters import (
     onnx_type_from_torch,
     operand,
     opmath_type,
+    quadrant_atan,
     trunc,
 )
 
@@ -367,30 +368,9 @@ def aten_atan2(g, sts, outputs, self, other):
     return _computed(g, sts, outputs, 2, _atan2, self, other)
 
 
-def _signbit(g, v: str) -> str:
-    """True for negative values, -0.0 and -inf (1 / -0.0 is -inf)."""
-    negative_zero = g.op.And(g.op.Equal(v, 0), g.op.Less(g.op.Div(1, v), 0))
-    return g.op.Or(g.op.Less(v, 0), negative_zero)
-
-
 def _atan2(g, self, other, elem: int, outputs) -> str:
     y, x = _opmath(g, self, elem), _opmath(g, other, elem)
-    return _result(g, _quadrant_atan(g, y, x), elem, outputs)
-
-
-def _quadrant_atan(g, y: str, x: str) -> str:
-    """atan(y / x) moved to the right quadrant, with C's signed-zero and infinity cases."""
-    elem = g.get_type(y)
-    y_neg, x_neg = _signbit(g, y), _signbit(g, x)
-    half_turn = g.op.Where(y_neg, _const(-math.pi, elem), _const(math.pi, elem))
-    angle = g.op.Atan(g.op.Div(y, x))
-    angle = g.op.Where(x_neg, g.op.Add(angle, half_turn), angle)
-    zeros = g.op.And(g.op.Equal(y, 0), g.op.Equal(x, 0))
-    angle = g.op.Where(zeros, g.op.Where(x_neg, half_turn, y), angle)
-    corner = g.op.Where(x_neg, _const(3 * math.pi / 4, elem), _const(math.pi / 4, elem))
-    corner = g.op.Where(y_neg, g.op.Neg(corner), corner)
-    infinities = g.op.And(g.op.IsInf(y), g.op.IsInf(x))
-    return g.op.Where(infinities, corner, angle)
+    return _result(g, quadrant_atan(g, y, x), elem, outputs)
 
 
 # -- comparisons ----------------------------------------------------------------------------

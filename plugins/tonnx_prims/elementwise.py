@@ -17,7 +17,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, is_float, numpy_dtype, operand, trunc
+from tonnx.converters import cast, is_float, numpy_dtype, operand, quadrant_atan, trunc
 
 BOOL = TensorProto.BOOL
 FLOAT = TensorProto.FLOAT
@@ -452,29 +452,7 @@ def prims_atan2(g, sts, outputs, self, other):
     "atan2(Tensor self, Tensor other) -> Tensor"
     elem = _float_only(sts, "atan2")
     y, x = _inputs(g, [self, other], elem)
-    return _finish(g, _quadrant_atan(g, y, x), elem, outputs)
-
-
-def _signbit(g, v: str) -> str:
-    """True for negative values, -0.0 and -inf (1 / -0.0 is -inf)."""
-    zero = _like(g, 0, v)
-    negative_zero = g.op.And(g.op.Equal(v, zero), g.op.Less(g.op.Div(_like(g, 1, v), v), zero))
-    return g.op.Or(g.op.Less(v, zero), negative_zero)
-
-
-def _quadrant_atan(g, y: str, x: str) -> str:
-    """atan(y / x) moved to the right quadrant, with C's signed-zero and infinity cases."""
-    elem = g.get_type(y)
-    y_neg, x_neg = _signbit(g, y), _signbit(g, x)
-    half_turn = g.op.Where(y_neg, _const(-math.pi, elem), _const(math.pi, elem))
-    angle = g.op.Atan(g.op.Div(y, x))
-    angle = g.op.Where(x_neg, g.op.Add(angle, half_turn), angle)
-    zeros = g.op.And(g.op.Equal(y, _const(0, elem)), g.op.Equal(x, _const(0, elem)))
-    angle = g.op.Where(zeros, g.op.Where(x_neg, half_turn, y), angle)
-    corner = g.op.Where(x_neg, _const(3 * math.pi / 4, elem), _const(math.pi / 4, elem))
-    corner = g.op.Where(y_neg, g.op.Neg(corner), corner)
-    infinities = g.op.And(g.op.IsInf(y), g.op.IsInf(x))
-    return g.op.Where(infinities, corner, angle)
+    return _finish(g, quadrant_atan(g, y, x), elem, outputs)
 
 
 # -- bitwise ----------------------------------------------------------------------------------
