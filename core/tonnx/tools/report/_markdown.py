@@ -138,7 +138,7 @@ def _missing_ops(record: ExportRecord) -> dict[str, list]:
     if record.ep is None or record.registry is None:
         return {}
     missing: dict[str, list] = {}
-    expansions = getattr(record.interpreter, "_expansions", None) or {}
+    expansions = getattr(record.interpreter, "expansions", None) or {}
     for module in record.ep.graph_module.modules():
         graph = getattr(module, "graph", None)
         for node in graph.nodes if graph is not None else ():
