@@ -70,7 +70,8 @@ def to_onnx(
       (``<name>.tmp-tonnx-<pid>-<hex>``) are removed by the next export to the same path.
     - ``weights``: for a model built on the ``meta`` device, the safetensors files (a path,
       a glob or a list) its weights are read from, one tensor at a time, while writing
-      ``filename``; tensor names are the model's ``state_dict`` names.
+      ``filename``; tensor names are the model's ``state_dict`` names. With a data file, the
+      proto returned references it whatever its size (the weights are never all in memory).
     - ``strict``: passed to ``torch.export.export``.
     - ``verbose``: 1 prints the model as :func:`tonnx.pretty` text after the export.
     - ``report``: also write a markdown report there (written on failure too: the failing
@@ -388,5 +389,6 @@ def _save(g, filename: str, external_data: bool | None, weights=None):
 
         source = weights if isinstance(weights, SafetensorsWeights) else SafetensorsWeights(weights)
         payload = source.payload
+    # streamed weights= stay in their files: the proto references the data file
     return _file_writer.save(g, filename, external_data=external_data, payload=payload,
-                             return_data=total <= EXTERNAL_DATA_THRESHOLD)
+                             return_data=total <= EXTERNAL_DATA_THRESHOLD and weights is None)
