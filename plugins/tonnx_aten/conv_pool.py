@@ -10,6 +10,8 @@ from onnx import TensorProto
 from tonnx import Converter, UnsupportedError
 from tonnx.converters import cast, is_float, opmath_type, output_used, shape_tensor, unused_output
 
+_INT64_MAX = np.iinfo(np.int64).max
+
 # -- parameters -------------------------------------------------------------------------------
 
 
@@ -780,6 +782,36 @@ def aten_col2im(g, sts, outputs, self, output_size, kernel_size, dilation, paddi
     return g.op.Squeeze(folded, np.array([0], dtype=np.int64), outputs=outputs)
 
 
+# aten::im2col.default
+def aten_im2col(g, sts, outputs, self, kernel_size, dilation, padding, stride):
+    "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"
+    # one strided Slice per kernel offset, each ending relative to the (padded) end, so the
+    # spatial sizes may stay dynamic (torch's decomposition specializes them)
+    kernel = _ints(kernel_size, 2, "kernel_size")
+    dilation, padding = _ints(dilation, 2, "dilation"), _ints(padding, 2, "padding")
+    x, unbatched = _batched(g, self, 2)
+    if any(padding):
+        x = g.op.Pad(x, np.array([0, 0, *padding] * 2, dtype=np.int64))
+    steps, axes = np.array(_ints(stride, 2, "stride"), dtype=np.int64), np.array([2, 3], dtype=np.int64)
+    patches = []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            tail = [(kernel[0] - 1 - i) * dilation[0], (kernel[1] - 1 - j) * dilation[1]]
+            starts = np.array([i * dilation[0], j * dilation[1]], dtype=np.int64)
+            ends = np.array([-t if t else _INT64_MAX for t in tail], dtype=np.int64)
+            patch = g.op.Slice(x, starts, ends, axes, steps)
+            patches.append(g.op.Unsqueeze(patch, np.array([2], dtype=np.int64)))
+    stacked = g.op.Concat(*patches, axis=2) if len(patches) > 1 else patches[0]  # N, C, K, oh, ow
+    count = kernel[0] * kernel[1]
+    channels = g.get_shape(self)[-3]
+    if type(channels) is int:
+        rows = np.array([channels * count], dtype=np.int64)
+    else:
+        rows = g.op.Mul(g.op.Shape(self, start=-3, end=-2), np.array([count], dtype=np.int64))
+    shape = g.op.Concat(np.array([0], dtype=np.int64), rows, np.array([-1], dtype=np.int64), axis=0)
+    return _emit(g, [g.op.Reshape(stacked, shape)], outputs, unbatched)[0]
+
+
 CONVERTERS = (
     Converter("aten::convolution.default", aten_convolution),
     Converter("aten::_convolution.default", aten__convolution),
@@ -833,4 +865,5 @@ CONVERTERS = (
     Converter("aten::grid_sampler_2d.default", aten_grid_sampler),
     Converter("aten::grid_sampler_3d.default", aten_grid_sampler),
     Converter("aten::col2im.default", aten_col2im),
+    Converter("aten::im2col.default", aten_im2col),
 )

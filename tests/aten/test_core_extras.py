@@ -17,6 +17,7 @@ COVERS = {
     "aten::_pdist_forward.default",
     "aten::pdist.default",
     "aten::col2im.default",
+    "aten::im2col.default",
     "aten::_local_scalar_dense.default",
     "aten::item.default",
     "aten::_embedding_bag.default",
@@ -129,6 +130,45 @@ def test_col2im(batch, channels, out, kernel, dilation, padding, stride, dtype, 
     # onnxruntime's CPU Col2Im is float32 only: float64 runs in onnx's reference evaluator
     runtime = "onnxruntime" if dtype == torch.float32 else "reference"
     check_op(fn, [x], expect_op="aten::col2im.default", atol=1e-5, rtol=1e-5, runtime=runtime)
+
+
+class _Unfold(torch.nn.Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.kwargs = kwargs
+
+    def forward(self, x):
+        return F.unfold(x, **self.kwargs)
+
+
+@given(
+    batch=st.sampled_from([(), (1,), (2,)]),
+    channels=st.integers(1, 3),
+    size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dynamic=st.booleans(),
+    dtype=st.sampled_from(FLOATS),
+    seed=seeds,
+)
+def test_im2col(batch, channels, size, kernel, dilation, padding, stride, dynamic, dtype, seed):
+    """F.unfold, also with dynamic batch and spatial sizes (ConvBERT unfolds the sequence
+    axis): torch's decomposition specialized them, the converter keeps them dynamic."""
+    if min(_blocks(*args) for args in zip(size, kernel, dilation, padding, stride)) < 1:
+        size = tuple(s + (k - 1) * d for s, k, d in zip(size, kernel, dilation))
+    x = make(seed, (*batch, channels, *size), dtype)
+    model = _Unfold(kernel_size=kernel, dilation=dilation, padding=padding, stride=stride)
+    if not dynamic:
+        check_op(model.forward, [x], expect_op="aten::im2col.default", atol=0, rtol=0)
+        return
+    other = make(seed + 1, (*[b + 1 for b in batch], channels, *[s + 2 for s in size]), dtype)
+    dims = {i: f"d{i}" for i in range(x.dim()) if i != len(batch)}
+    check_model(
+        model, (x,), dynamic_shapes=(dims,), other_inputs=[(other,)], expect_ops=["aten::im2col.default"],
+        atol=0, rtol=0,
+    )
 
 
 class _ScalarTimes(torch.nn.Module):

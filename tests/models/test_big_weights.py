@@ -57,6 +57,17 @@ def test_meta_model_with_safetensors_weights_matches_torch(checkpoint, tmp_path,
     np.testing.assert_allclose(got, real(*args).detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_streamed_weights_stay_in_the_data_file(checkpoint, tmp_path):
+    """The proto returned references the data file: the weights are never all in memory
+    (tonnx export-llm streams a model smaller than 2 GB too)."""
+    folder, _, meta, args = checkpoint
+    onx = tonnx.to_onnx(meta, args, filename=tmp_path / "m.onnx", weights=str(folder / "*.safetensors"),
+                        external_data=True)
+    external = [t for t in onx.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert external and not any(t.raw_data for t in external)
+    assert {e.value for t in external for e in t.external_data if e.key == "location"} == {"m.onnx.data"}
+
+
 def test_missing_weight_is_named(checkpoint, tmp_path):
     from safetensors.torch import load_file, save_file
 

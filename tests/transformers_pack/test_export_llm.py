@@ -240,3 +240,22 @@ def test_experts_stacked_from_several_tensors_are_not_streamed(tmp_path):
     with parameters_on_meta():
         meta = transformers.AutoModelForCausalLM.from_config(real.config)
     assert checkpoint_names(meta, stored) is None
+
+
+def test_a_callable_source_is_the_model_in_memory(tmp_path):
+    from tonnx_transformers.llm.source import SourceError, load_source
+
+    (tmp_path / "mymodels.py").write_text(
+        "import transformers\n"
+        "def tiny():\n"
+        "    return transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(\n"
+        "        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,\n"
+        "        num_key_value_heads=2, vocab_size=256))\n"
+        "def not_a_model():\n"
+        "    return 3\n"
+    )
+    src = load_source(f"{tmp_path / 'mymodels.py'}:tiny", precision="fp32")
+    assert src.weights == [] and src.reference() is src.model and src.tokenizer_folder is None
+    assert not any(p.device.type == "meta" for p in src.model.parameters())
+    with pytest.raises(SourceError, match="expected a transformers causal LM"):
+        load_source(f"{tmp_path / 'mymodels.py'}:not_a_model", precision="fp32")

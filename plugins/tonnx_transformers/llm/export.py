@@ -90,9 +90,9 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
 
 
 def _export(tonnx: Any, src: Any, path: str) -> Any:
-    from .inputs import example_call
-
     from tonnx.pipeline.write._weights import SafetensorsWeights
+
+    from .inputs import example_call
 
     streamed = bool(src.weights)
     kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")

@@ -32,5 +32,6 @@ def save(g, filename: str, external_data: bool | None, weights=None):
 
         source = weights if isinstance(weights, SafetensorsWeights) else SafetensorsWeights(weights)
         payload = source.payload
+    # streamed weights= stay in their files: the proto references the data file
     return _file_writer.save(g, filename, external_data=external_data, payload=payload,
-                             return_data=total <= EXTERNAL_DATA_THRESHOLD)
+                             return_data=total <= EXTERNAL_DATA_THRESHOLD and weights is None)
