@@ -51,7 +51,8 @@ def torch_outputs(model, feeds: dict) -> list[np.ndarray]:
     """logits, then each layer's key and value (the ONNX model's present.i.key/value)."""
     with torch.no_grad():
         out = model(**feeds)
-    presents = [t for layer in out.cache.layers for t in (layer.keys, layer.values)]
+    cache = getattr(out, "cache", None) or out.past_key_values  # transformers 5.23: past_key_values
+    presents = [t for layer in cache.layers for t in (layer.keys, layer.values)]
     return [t.numpy() for t in (out.logits, *presents)]
 
 
