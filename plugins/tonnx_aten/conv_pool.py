@@ -808,7 +808,9 @@ def aten_im2col(g, sts, outputs, self, kernel_size, dilation, padding, stride):
         rows = np.array([channels * count], dtype=np.int64)
     else:
         rows = g.op.Mul(g.op.Shape(self, start=-3, end=-2), np.array([count], dtype=np.int64))
-    shape = g.op.Concat(np.array([0], dtype=np.int64), rows, np.array([-1], dtype=np.int64), axis=0)
+    # the block count spelled out, not -1: Reshape cannot infer -1 from an empty tensor
+    blocks = g.op.ReduceProd(g.op.Shape(stacked, start=3), keepdims=1)
+    shape = g.op.Concat(g.op.Shape(stacked, start=0, end=1), rows, blocks, axis=0)
     return _emit(g, [g.op.Reshape(stacked, shape)], outputs, unbatched)[0]
 
 
