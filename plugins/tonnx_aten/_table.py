@@ -21,6 +21,8 @@ FAMILIES = (
     "counting",
     "order",
     "losses",
+    "random",
+    "fft",
     "complex",  # complex=True: only for calls touching complex values
     "decompositions",  # priority 50: only where no direct converter applies
 )

@@ -1,0 +1,5 @@
+"""Converters of the fft family (filled in by issue 19's work)."""
+
+from __future__ import annotations
+
+CONVERTERS = ()
