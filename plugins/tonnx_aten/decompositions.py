@@ -137,7 +137,7 @@ def _trace(op, decomposition, args, kwargs):
     import torch.utils._pytree as pytree
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    leaves, spec = pytree.tree_flatten((args, kwargs))
+    leaves, spec = pytree.tree_flatten(_as_eager(decomposition, args, kwargs))
     slots = [i for i, leaf in enumerate(leaves) if _is_value(leaf)]
     inputs = [leaves[i] for i in slots]
     fake_mode, shape_env = _modes(inputs)
@@ -178,6 +178,47 @@ def _trace(op, decomposition, args, kwargs):
         )
     _check_graph(op, gm)
     return gm
+
+
+#: ATen's ``at::Reduction`` enum, which the schema's ``int reduction`` carries
+_REDUCTION = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _as_eager(decomposition, args, kwargs) -> tuple:
+    """The call's arguments as an eager call would pass them to ``decomposition``.
+
+    FX hands list arguments as ``immutable_list``, which a decomposition may assign into
+    (``_unsafe_masked_index`` clamps ``indices[i]`` in place); eager passes a fresh list.
+    ATen's schema carries ``reduction`` as an int (``at::Reduction``) while torch._refs'
+    losses (``hinge_embedding_loss``, ``margin_ranking_loss``, ``huber_loss``) take
+    ``"none"``/``"mean"``/``"sum"``.
+    """
+    import inspect
+
+    args, kwargs = _thaw(args), _thaw(kwargs)
+    try:
+        signature = inspect.signature(decomposition)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return args, kwargs
+    parameter = signature.parameters.get("reduction")
+    value = bound.arguments.get("reduction")
+    if parameter is not None and type(value) is int and isinstance(parameter.default, str):
+        if value not in _REDUCTION:
+            raise UnsupportedError(f"reduction={value} is not one of ATen's reductions {_REDUCTION}.")
+        bound.arguments["reduction"] = _REDUCTION[value]
+    return tuple(bound.args), dict(bound.kwargs)
+
+
+def _thaw(value):
+    """FX's immutable lists and dicts, nested, as plain ones."""
+    if isinstance(value, list):
+        return [_thaw(v) for v in value]
+    if isinstance(value, tuple) and type(value) is tuple:
+        return tuple(_thaw(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    return value
 
 
 def _mutates(gm) -> bool:

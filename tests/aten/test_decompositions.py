@@ -149,3 +149,75 @@ def test_a_decomposition_that_specializes_a_dynamic_dim_is_refused():
 
     with pytest.raises(tonnx.UnsupportedError, match="specializes a dynamic dimension"):
         decompositions._trace(torch.ops.aten.sinc.default, branchy, (t,), {})
+
+
+@settings(max_examples=10)
+@given(
+    rows=st.integers(1, 4),
+    cols=st.integers(1, 5),
+    n=st.integers(1, 6),
+    accumulate=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.int64]),
+    seed=st.integers(0, 1000),
+)
+def test_unsafe_masked_index_decomposition_assigning_into_its_index_list(rows, cols, n, accumulate, dtype, seed):
+    """Its decomposition assigns the clamped indices into the list FX hands as immutable."""
+    gen = torch.Generator().manual_seed(seed)
+    x = (torch.randn(rows, cols, generator=gen) * 10).to(dtype)
+    i = torch.randint(-2, rows + 2, (n,), generator=gen)  # out of range where masked off
+    j = torch.randint(-2, cols + 2, (n,), generator=gen)
+    mask = (i >= 0) & (i < rows) & (j >= 0) & (j < cols)
+    values = (torch.randn(n, generator=gen) * 10).to(dtype)
+    if accumulate:
+        def fn(x, mask, i, j, v):
+            return torch.ops.aten._unsafe_masked_index_put_accumulate(x, mask, [i, j], v)
+
+        key = "aten::_unsafe_masked_index_put_accumulate.default"
+        tensors = (x, mask, i, j, values)
+    else:
+        def fn(x, mask, i, j):
+            return torch.ops.aten._unsafe_masked_index(x, mask, [i, j], -7)
+
+        key = "aten::_unsafe_masked_index.default"
+        tensors = (x, mask, i, j)
+    assert _served_by_decomposition(key)
+    check_model(op_module(fn, len(tensors)), tensors, expect_ops=[key])
+
+
+@settings(max_examples=10)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple),
+    reduction=st.sampled_from([0, 1, 2]),
+    margin=st.sampled_from([0.0, 0.5, 1.0, -0.25]),
+    dtype=st.sampled_from([torch.float32, torch.float16]),
+    seed=st.integers(0, 1000),
+)
+def test_ref_losses_with_atens_integer_reduction(shape, reduction, margin, dtype, seed):
+    """ATen's schema carries reduction as an int; torch._refs' losses take a string."""
+    gen = torch.Generator().manual_seed(seed)
+    a, b = (torch.randn(shape, generator=gen).to(dtype) for _ in range(2))
+    target = (torch.randint(0, 2, shape, generator=gen) * 2 - 1).to(dtype)
+    atol = 1e-2 if dtype == torch.float16 else 1e-4
+
+    def hinge(a, t):
+        return torch.ops.aten.hinge_embedding_loss(a, t, margin, reduction)
+
+    def ranking(a, b, t):
+        return torch.ops.aten.margin_ranking_loss(a, b, t, margin, reduction)
+
+    def huber(a, b):
+        return torch.ops.aten.huber_loss(a, b, reduction, 0.5)
+
+    check_model(op_module(hinge, 2), (a, target), expect_ops=["aten::hinge_embedding_loss.default"], atol=atol, rtol=atol)
+    check_model(op_module(ranking, 3), (a, b, target), expect_ops=["aten::margin_ranking_loss.default"], atol=atol, rtol=atol)
+    check_model(op_module(huber, 2), (a, b), expect_ops=["aten::huber_loss.default"], atol=atol, rtol=atol)
+
+
+def test_ref_loss_with_an_unknown_reduction_is_refused():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as fake:
+        t = fake.from_tensor(torch.randn(3))
+    op = torch.ops.aten.hinge_embedding_loss.default
+    with pytest.raises(tonnx.UnsupportedError, match="reduction=5"):
+        decompositions._trace(op, decompositions.decomposition_table()[op], (t, t, 1.0, 5), {})
