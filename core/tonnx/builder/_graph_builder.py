@@ -63,6 +63,13 @@ class GraphBuilder:
         #: what the interpreter is doing, quoted by get_debug_msg
         self.debug_context: dict[str, Any] = {}
         self.metadata_props: dict[str, str] = {}
+        #: local functions of the model, (domain, name) -> the builder of the body; shared by
+        #: the main graph, its subgraphs and the functions (one table per model)
+        self.functions: dict[tuple[str, str], GraphBuilder] = parent.functions if parent else {}
+        #: (domain, name) when this builder holds a function's body (no initializers there)
+        self.function_key: tuple[str, str] | None = None
+        if parent is not None:
+            self.opsets = parent.opsets  # a domain declared in a subgraph is the model's
         self.op = OpShortcut(self)
 
     # -- names ------------------------------------------------------------------------------
@@ -293,8 +300,25 @@ class GraphBuilder:
         self.opsets[domain] = version
 
     def make_subgraph(self) -> GraphBuilder:
-        """A builder for a subgraph (If branch) that can read this graph's results."""
+        """A builder for a subgraph (If branch, Loop body) that can read this graph's results."""
         return GraphBuilder(self.opsets, ir_version=self.ir_version, parent=self)
+
+    def make_function(self, domain: str, name: str) -> GraphBuilder:
+        """A builder for the body of a new local function ``domain.name`` of the model.
+
+        The body reads only its inputs (no outer scope); its constants become ``Constant``
+        nodes when written. Call it with ``g.make_node(name, inputs, n, domain=domain)``.
+        """
+        if (domain, name) in self.functions:
+            raise TonnxError(f"Function {domain}.{name} is defined twice.")
+        body = GraphBuilder(self.opsets, ir_version=self.ir_version)
+        body.opsets = self.opsets
+        body.functions = self.functions
+        body.function_key = (domain, name)
+        self.functions[(domain, name)] = body
+        if domain not in self.opsets:
+            self.add_domain(domain, 1)
+        return body
 
     # -- passes and output ----------------------------------------------------------------------
 
@@ -319,7 +343,11 @@ class GraphBuilder:
         return _peephole.rewrite_peepholes(self)
 
     def optimize(self) -> None:
-        """The basic passes, in the order that lets each help the next."""
+        """The basic passes, in the order that lets each help the next (the main graph
+        also optimizes the bodies of the model's local functions)."""
+        if self.parent is None and self.function_key is None:
+            for body in self.functions.values():
+                body.optimize()
         self.constant_folding()
         self.remove_identity_nodes()  # converters' Identity nodes would hide patterns
         self.rewrite_peepholes()

@@ -81,7 +81,26 @@ def to_model_proto(
         entry.key = key
         entry.value = value
     _fill_graph(model.graph, g, "main_graph", external_data)
+    for body in g.functions.values():
+        fill_function(model.functions.add(), body)
     return model
+
+
+def fill_function(proto: onnx.FunctionProto, body) -> None:
+    """A local function from its body's builder; a FunctionProto has no initializers,
+    so its constants become ``Constant`` nodes ahead of the body."""
+    proto.domain, proto.name = body.function_key
+    proto.input.extend(body.inputs)
+    proto.output.extend(body.outputs)
+    for domain, version in body.opsets.items():
+        proto.opset_import.add(domain=domain, version=version)
+    for name, value in body.constants.items():
+        node = proto.node.add(op_type="Constant", name=f"{name}_constant")
+        node.output.append(name)
+        attr = node.attribute.add(name="value", type=AttributeProto.TENSOR)
+        _fill_tensor(attr.t, name, value, None)
+    for node in body.nodes:
+        _fill_node(proto.node.add(), node, None)
 
 
 def _fill_graph(graph: onnx.GraphProto, g, name: str, external_data) -> None:

@@ -64,6 +64,30 @@ def apply_pack_rewrites(g, registry, config) -> None:
 
 
 def drop_unused_domains(g) -> None:
-    used = {n.domain for n in g.nodes}
+    """Domains no node uses, and local functions no node calls any more, are dropped."""
+    called: set[tuple[str, str]] = set()
+    used = _domains_used(g, set(), called)
+    pending = list(called)
+    while pending:
+        body = g.functions.get(pending.pop())
+        if body is not None:
+            before = set(called)
+            _domains_used(body, used, called)
+            pending.extend(called - before)
+    for key in [k for k in g.functions if k not in called]:
+        del g.functions[key]
     for domain in [d for d in g.opsets if d and d not in used]:
         del g.opsets[domain]
+
+
+def _domains_used(g, used: set[str], called: set[tuple[str, str]]) -> set[str]:
+    """Domains of the nodes of ``g`` and of its subgraphs (a Loop body's, an If branch's);
+    the local functions they call are added to ``called``."""
+    functions = g.functions
+    for node in g.nodes:
+        used.add(node.domain)
+        if (node.domain, node.op_type) in functions:
+            called.add((node.domain, node.op_type))
+        for sub in node.subgraphs():
+            _domains_used(sub, used, called)
+    return used

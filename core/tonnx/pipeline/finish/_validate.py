@@ -61,6 +61,8 @@ def checked_model(g) -> onnx.ModelProto:
                 _fill_torch_shape(graph.value_info.add(), out, g, sized)
     for name in g.outputs:
         _fill_torch_shape(graph.output.add(), name, g, name not in unsized)
+    for body in g.functions.values():  # checked where they are called
+        _proto.fill_function(model.functions.add(), body)
     return model
 
 
