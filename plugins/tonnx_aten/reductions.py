@@ -290,6 +290,19 @@ def aten_all(g, sts, outputs, self):
     return named(g, _any_all(g, sts, "ReduceMin", self, None, False), outputs[0])
 
 
+# aten::_is_all_true.default
+def aten__is_all_true(g, sts, outputs, self):
+    "_is_all_true(Tensor self) -> Tensor"
+    # torch._check_tensor_all's reduction (transformers' torch_compilable_check): all of a bool
+    return named(g, _any_all(g, sts, "ReduceMin", self, None, False), outputs[0])
+
+
+# aten::_is_any_true.default
+def aten__is_any_true(g, sts, outputs, self):
+    "_is_any_true(Tensor self) -> Tensor"
+    return named(g, _any_all(g, sts, "ReduceMax", self, None, False), outputs[0])
+
+
 # aten::all.dim
 def aten_all_dim(g, sts, outputs, self, dim, keepdim=False):
     "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
@@ -562,6 +575,8 @@ CONVERTERS = (
     Converter("aten::any.dim", aten_any_dim),
     Converter("aten::any.dims", aten_any_dims),
     Converter("aten::all.default", aten_all),
+    Converter("aten::_is_all_true.default", aten__is_all_true),
+    Converter("aten::_is_any_true.default", aten__is_any_true),
     Converter("aten::all.dim", aten_all_dim),
     Converter("aten::all.dims", aten_all_dims),
     Converter("aten::var.correction", aten_var_correction),

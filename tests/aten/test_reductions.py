@@ -36,6 +36,8 @@ COVERS = {
     "aten::all.default",
     "aten::all.dim",
     "aten::all.dims",
+    "aten::_is_all_true.default",
+    "aten::_is_any_true.default",
     "aten::var.correction",
     "aten::var.dim",
     "aten::std.correction",
@@ -220,6 +222,15 @@ def test_any_all(key, data, shape, dtype, keep, dims_kind, opset, seed):
     x = make(seed, shape, dtype, ties=True, nan=True)
     fn = LOGICAL[key]
     run(lambda t: fn(t, dims, keep), [x], key, target_opset=opset)
+
+
+@pytest.mark.parametrize("key", ["aten::_is_all_true.default", "aten::_is_any_true.default"])
+@given(shape=shapes, density=st.sampled_from([0.0, 0.5, 1.0]), opset=opsets, seed=seeds)
+def test_is_all_any_true(key, shape, density, opset, seed):
+    """torch._check_tensor_all's reduction (transformers' torch_compilable_check) of a bool tensor."""
+    x = torch.rand(shape, generator=torch.Generator().manual_seed(seed)) < density
+    fn = A._is_all_true.default if "all" in key else A._is_any_true.default
+    run(fn, [x], key, target_opset=opset)
 
 
 # -- variance and standard deviation ----------------------------------------------------------

@@ -120,6 +120,22 @@ def _bool_binary(onnx_op: str):
     return convert
 
 
+def _branch_type(g, t, f) -> int:
+    def is_bool(v) -> bool:
+        return isinstance(v, bool) or (type(v) is str and g.get_type(v) == TensorProto.BOOL)
+
+    return TensorProto.BOOL if is_bool(t) and is_bool(f) else _common_type(g, (t, f))
+
+
+def _sym_ite(g, out: str, b, t, f) -> str:
+    """``t if b else f`` (torch.sym_ite) as a Where: both branches are sizes, computed anyway."""
+    elem = _branch_type(g, t, f)
+    if type(b) is not str:
+        return g.op.Identity(_operand(g, t if b else f, elem), outputs=[out])
+    inputs = [_operand(g, b, TensorProto.BOOL), _operand(g, t, elem), _operand(g, f, elem)]
+    return g.op.Where(*inputs, outputs=[out])
+
+
 def handlers() -> dict:
     """Target -> handler ``(g, out, *args)`` for the symbolic nodes torch.export emits."""
     import torch
@@ -146,6 +162,7 @@ def handlers() -> dict:
         torch.sym_max: _binary("Max"),
         torch.sym_min: _binary("Min"),
         torch.sym_not: _not,
+        torch.sym_ite: _sym_ite,
         torch.sym_float: _to_float,
         torch.sym_int: _to_int,
         math.ceil: _rounding("Ceil"),
