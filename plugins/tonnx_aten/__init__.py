@@ -13,11 +13,18 @@ def _load():
     return converters()
 
 
+def _rewrites():
+    from .rewrites import REWRITES
+
+    return REWRITES
+
+
 @hookimpl
 def tonnx_pack() -> PackSpec:
     return PackSpec(
         name="aten",
         load=_load,
+        rewrites=_rewrites,
         version=__version__,
         priority=100,
         description="ATen operators (core ATen IR and high-level ops) to ONNX",

@@ -129,6 +129,26 @@ def test_equal_priority_rules_on_one_op_conflict():
         tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b]))
 
 
+def test_rule_priority_shifts_with_its_pack():
+    """A rule's own priority sits below (or above) its pack's: no tie with another pack's
+    rule on the same op at the pack's priority (the aten pack's standard-domain fusions sit
+    at 50 so that packs at the default 100 keep theirs); re-prioritising the pack moves it."""
+    a = _RulePack([RewriteRule("a", "Mul", _times_three_as_sum, priority=60)])
+
+    def as_adds(ctx, node):
+        x, _ = node.inputs
+        twice = ctx.node("Add", [x, x], 1)
+        return [twice, ctx.node("Add", [twice.outputs[0], x], node.outputs)]
+
+    b = _RulePack([RewriteRule("b", "Mul", as_adds)])
+    onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b]))
+    assert _converter_of(onx, "Add") == f"{b.name}:b" and "Sum" not in _ops(onx)
+    onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b], packs=[f"{a.name}=141"]))
+    assert _converter_of(onx, "Sum") == f"{a.name}:a"
+    with pytest.raises(tonnx.ConverterConflictError, match="at priority 100"):
+        tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b], packs=[f"{a.name}=140"]))
+
+
 def test_rule_losing_an_output_is_an_error():
     def lossy(ctx, node):
         return [ctx.node("Add", [node.inputs[0], node.inputs[0]], 1)]

@@ -34,12 +34,15 @@ class RewriteRule:
     ``node`` is a node of type ``op_type`` (in ``domain``); the replacement nodes, made
     with ``ctx.node(...)``, must produce every output of ``node`` that is read. A rule
     returns None when the pattern does not match exactly: a rewrite never approximates.
+    ``priority`` overrides the pack's priority for this rule only, as a converter's does
+    (a user's re-prioritisation of the pack shifts it by the same amount).
     """
 
     name: str
     op_type: str
     apply: Callable[[RewriteContext, Any], Sequence[Any] | None]
     domain: str = ""
+    priority: int | None = None
 
 
 class RewriteContext:
