@@ -48,7 +48,7 @@ def to_onnx(
 
     - ``dynamic_shapes``: as for ``torch.export.export``; a dimension may also be given as
       a string (``{0: "batch"}``), which also names it in the ONNX model.
-    - ``target_opset``: main-domain opset (18 to 23, default 20 as torch.onnx), or ``{"": 23, "com.microsoft": 1}``.
+    - ``target_opset``: main-domain opset (18 to 26, default 20 as torch.onnx), or ``{"": 23, "com.microsoft": 1}``.
     - ``dispatcher``: a :class:`tonnx.Dispatcher` with in-house converters, fallback packs
       or pack switches; the default one uses the installed packs and has no fallback.
     - ``optimize``: run the builder's passes (identity removal, folding, dead code).

@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("op", help="e.g. aten::add.Tensor, aten.relu.default, torch.add, "
                               "scaled_dot_product_attention")
     p.add_argument("--opset", type=int, default=DEFAULT_OPSET, choices=range(18, 24), metavar="N",
-                   help=f"main-domain opset, 18 to 23 (default {DEFAULT_OPSET}), as for export")
+                   help=f"main-domain opset, 18 to 26 (default {DEFAULT_OPSET}), as for export")
     p.add_argument("--target-runtime", action="append", default=[], metavar="RUNTIME=VERSION",
                    help="the runtime that will run the model, e.g. onnxruntime=1.31.1, for packs "
                         "whose converters depend on it (default: their own, e.g. the installed one)")

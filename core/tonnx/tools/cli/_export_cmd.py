@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("target", metavar="MODULE_OR_FILE:CALLABLE")
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
     p.add_argument("--opset", type=int, default=DEFAULT_OPSET, choices=range(18, 24),
-                   metavar="N", help=f"main-domain opset, 18 to 23 (default {DEFAULT_OPSET})")
+                   metavar="N", help=f"main-domain opset, 18 to 26 (default {DEFAULT_OPSET})")
     p.add_argument("--dynamic", action="append", default=[], metavar="NAME=AXIS[:DIM]",
                    help="make an axis of forward's argument NAME dynamic, named DIM "
                         "(e.g. x=0:batch, ids=0:batch,1:seq); repeatable")
