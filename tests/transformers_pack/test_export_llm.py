@@ -110,12 +110,12 @@ def test_a_folder_no_export_wrote_is_refused(tmp_path):
     assert os.listdir(tmp_path / "out") == ["notes.txt"]
 
 
-def test_a_precision_not_written_yet_is_refused(tmp_path):
+def test_an_unknown_precision_is_refused(tmp_path):
     from tonnx import UnsupportedError
     from tonnx_transformers import export_llm
 
-    with pytest.raises(UnsupportedError, match="int4.*planned"):
-        export_llm(tmp_path, tmp_path / "out", precision="int4")
+    with pytest.raises(UnsupportedError, match="'int2'.*fp32, fp16, int8, int4"):
+        export_llm(tmp_path, tmp_path / "out", precision="int2")
     assert not (tmp_path / "out").exists()
 
 

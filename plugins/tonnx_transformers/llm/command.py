@@ -28,7 +28,12 @@ def add_commands(sub) -> None:
     p.add_argument("source", metavar="SOURCE", help="model folder or MODULE_OR_FILE:CALLABLE")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="the folder to write")
     p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16", "int8", "int4"],
-                   help="weights' precision (fp32 only today; the others are refused)")
+                   help="fp32; fp16 (the graph in float16); int8 or int4 (linear layers as "
+                        "com.microsoft.MatMulNBits, weight-only, quantized while written); bf16 "
+                        "is refused: onnxruntime's CPU EP lacks its kernels")
+    p.add_argument("--block-size", type=int, metavar="N",
+                   help="int8/int4 quantization block along the input dimension: 16, 32 "
+                        "(default), 64, 128 or 256")
     p.add_argument("--tokenizer", metavar="DIR", help="copy the tokenizer files from DIR "
                    "(default: the source folder)")
     p.add_argument("--no-verify", action="store_true",
@@ -48,7 +53,7 @@ def run(args) -> int:
 
     try:
         result = export_llm(args.source, args.output, precision=args.precision,
-                            verify=not args.no_verify, tokenizer=args.tokenizer,
+                            block_size=args.block_size, verify=not args.no_verify, tokenizer=args.tokenizer,
                             progress=False if args.quiet else None)
     except SourceError as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)

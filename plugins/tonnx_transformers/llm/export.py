@@ -37,7 +37,7 @@ class _Phases:
 
 
 def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
-               verify: bool = True, tokenizer: str | None = None,
+               block_size: int | None = None, verify: bool = True, tokenizer: str | None = None,
                progress: bool | None = False) -> LLMExport:
     """Exports a causal LM to a folder that ``onnxruntime_genai.Model(out)`` opens.
 
@@ -47,7 +47,10 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
       (the model is built on ``meta``: no copy of the weights in memory during the export).
     - ``out``: the folder written: ``model.onnx`` and ``model.onnx.data``, ``genai_config.json``
       and the tokenizer files. Written beside it, checked, then renamed: never a half folder.
-    - ``precision``: ``"fp32"`` (the only one written today; see ``precision.py``).
+    - ``precision``: ``"fp32"``, ``"fp16"``, ``"int8"`` or ``"int4"`` (``"bf16"`` is refused:
+      onnxruntime's CPU EP lacks its kernels); see ``precision.py``. int8 and int4 quantize
+      the linear layers to ``MatMulNBits`` while the weights are written.
+    - ``block_size``: int8 and int4's quantization block along K (default 32).
     - ``verify``: before publishing, a greedy generation of 8 tokens in onnxruntime against
       transformers' ``generate(do_sample=False)`` (loads the folder's model once in memory;
       turn off for a model larger than memory). A mismatch raises ``GreedyCheckError``.
@@ -57,7 +60,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     import tonnx
     from tonnx.tools.cli._progress import Progress
 
-    _precision.check_precision(precision)
+    spec = _precision.check_precision(precision, block_size)
     out = os.fspath(out)
     _folder.check_output(out)
     phases, seconds = _Phases(), {}
@@ -71,16 +74,14 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         src = load_source(source, precision=precision, tokenizer=tokenizer)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
-        onx = _export(tonnx, src, model_file)
-        phase("precision")
-        _precision.apply_precision(model_file, precision)
+        onx = _export(tonnx, src, model_file, spec, block_size)
         phase("config")
         _write_config(staging.path, onx, src)
         _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
         check = None
         if verify:
             phase("verify")
-            check = _verify(model_file, src, onx, precision)
+            check = _verify(model_file, src, spec)
         phase("publish")
         files = sorted(os.listdir(staging.path))
         staging.publish()
@@ -89,18 +90,25 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
 
 
-def _export(tonnx: Any, src: Any, path: str) -> Any:
-    from tonnx.pipeline.write._weights import SafetensorsWeights
-
+def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None) -> Any:
     from .inputs import example_call
 
     streamed = bool(src.weights)
     kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")
     src.model.config.use_cache = True
-    return tonnx.to_onnx(
+    weights, dispatcher, plan = _precision.export_options(spec, src, block_size)
+    onx = tonnx.to_onnx(
         src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
-        weights=SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if streamed else None,
+        weights=weights, dispatcher=dispatcher,
     )
+    if plan is not None and not plan.rewritten:
+        from tonnx import UnsupportedError
+
+        raise UnsupportedError(
+            f"--precision {spec.name}: no linear layer of {type(src.model).__name__} is a MatMul "
+            f"with a 2-D float32 weight, so nothing would be quantized; the folder is not written."
+        )
+    return onx
 
 
 def _write_config(staging: str, onx: Any, src: Any) -> None:
@@ -112,8 +120,8 @@ def _write_config(staging: str, onx: Any, src: Any) -> None:
         f.write("\n")
 
 
-def _verify(model_file: str, src: Any, onx: Any, precision: str) -> Any:
+def _verify(model_file: str, src: Any, spec: Any) -> Any:
     from .verify import check_greedy
 
-    return check_greedy(model_file, src.reference(), src.config.vocab_size,
-                        atol=_precision.tolerance(precision))
+    return check_greedy(model_file, src.reference(), src.config.vocab_size, atol=spec.atol,
+                        relative=spec.relative)

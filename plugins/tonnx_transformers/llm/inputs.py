@@ -34,8 +34,10 @@ def example_call(model: Any, config: Any, *, device: str) -> tuple[dict, dict]:
 
     layers, kv_heads, head_dim = cache_geometry(config)
     shape = (BATCH, kv_heads, PAST, head_dim)
+    dtype = model.dtype  # the cache is kept in the model's dtype (float16 with --precision fp16)
     cache = DynamicCache([
-        (torch.zeros(shape, device=device), torch.zeros(shape, device=device)) for _ in range(layers)
+        (torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype))
+        for _ in range(layers)
     ])
     mask = torch.ones(BATCH, PAST + SEQ, dtype=torch.int64)
     kwargs = {

@@ -1,37 +1,100 @@
-"""Precision of the folder's weights: the step between the export and the published folder.
+"""Precision of the folder's weights, chosen before the export and applied while it writes.
 
-``fp32`` is the exported graph as it is. The others (``fp16``, ``bf16``, ``int8``, ``int4``:
-weight-only ``com.microsoft.MatMulNBits`` for the linear layers, issue 18 part 2) are a
-rewrite of the written model, run here on the staging folder before the greedy check, which
-then compares the rewritten model with transformers' fp32 logits at that precision's
-tolerance. Until one is written, asking for it is an error, never an fp32 folder labelled
-otherwise.
+- ``fp32``: the model as transformers computes it.
+- ``fp16``: the model is built in float16 (its float32 or bfloat16 checkpoint tensors cast
+  one at a time as they are read) and exported in float16: every op of the graph computes
+  in float16 where torch does. onnxruntime's CPU EP runs it (MatMul, GroupQueryAttention,
+  RotaryEmbedding, the elementwise ops have float16 CPU kernels since at least 1.31.1).
+- ``int8``, ``int4``: weight-only quantization of the linear layers to
+  ``com.microsoft.MatMulNBits`` (see ``quantize.py``), done while the weights are written;
+  activations, embedding and norms stay float32.
+- ``bf16``: refused. onnxruntime's CPU EP has no bfloat16 kernel for MatMul, Gemm, Add,
+  Mul, Div, Pow, Sqrt, Neg, Sigmoid, Where, ReduceMean, ReduceMax (measured on 1.31.1 and
+  1.32.0): such a folder would not open on the CPU, and this machine cannot check it on
+  another EP. ``fp16`` is the half-size float folder that runs here.
+
+The greedy check then compares the written model with transformers' float32 logits at the
+precision's tolerance: absolute for fp32, relative to the largest logit for the others.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from tonnx import UnsupportedError
 
-#: precision -> (the step rewriting the staged model.onnx, or None; greedy check atol)
-PRECISIONS: dict[str, tuple] = {"fp32": (None, 1e-4)}
-PLANNED = ("fp16", "bf16", "int8", "int4")
+#: what onnxruntime's CPU EP lacks for a bfloat16 graph (kernels measured missing)
+BF16_MISSING_CPU_KERNELS = (
+    "MatMul", "Gemm", "Add", "Mul", "Div", "Pow", "Sqrt", "Neg", "Sigmoid", "Where",
+    "ReduceMean", "ReduceMax",
+)
 
 
-def check_precision(precision: str) -> None:
-    if precision in PRECISIONS:
-        return
-    planned = " (planned, not written yet)" if precision in PLANNED else ""
-    raise UnsupportedError(
-        f"--precision {precision!r}{planned}: export-llm writes {', '.join(PRECISIONS)} today."
-    )
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    #: the dtype the model is built and exported in
+    dtype: str
+    #: MatMulNBits bits of the linear layers (None: not quantized)
+    bits: int | None
+    #: greedy check tolerance: absolute, or relative to the largest |logit| when ``relative``
+    atol: float
+    relative: bool = False
 
 
-def apply_precision(path: str, precision: str) -> None:
-    """Rewrites the model file at ``path`` to ``precision`` (fp32: nothing to do)."""
-    step, _ = PRECISIONS[precision]
-    if step is not None:
-        step(path)
+PRECISIONS = {
+    "fp32": Precision("fp32", "float32", None, 1e-4),
+    # measured on the tests' tiny models: fp16 ~0.2 %, int8 ~1 %, int4 ~10 % of max |logit|
+    "fp16": Precision("fp16", "float16", None, 0.02, relative=True),
+    "int8": Precision("int8", "float32", 8, 0.05, relative=True),
+    "int4": Precision("int4", "float32", 4, 0.35, relative=True),
+}
+REFUSED = ("bf16",)
 
 
-def tolerance(precision: str) -> float:
-    return PRECISIONS[precision][1]
+def check_precision(precision: str, block_size: int | None = None) -> Precision:
+    """The :class:`Precision` named, or a typed error saying why it is not written."""
+    from .quantize import BLOCK_SIZES
+
+    if precision == "bf16":
+        raise UnsupportedError(
+            f"--precision bf16: onnxruntime's CPU execution provider has no bfloat16 kernel for "
+            f"{', '.join(BF16_MISSING_CPU_KERNELS)} (onnxruntime 1.31.1 and 1.32.0), so the "
+            f"folder would not run on the CPU and cannot be checked here. Use --precision fp16 "
+            f"(half-size float weights that run on the CPU), int8 or int4."
+        )
+    if precision not in PRECISIONS:
+        raise UnsupportedError(
+            f"--precision {precision!r}: export-llm writes {', '.join(PRECISIONS)}."
+        )
+    spec = PRECISIONS[precision]
+    if block_size is not None and (spec.bits is None or block_size not in BLOCK_SIZES):
+        where = "int4 and int8 only" if spec.bits is None else f"one of {BLOCK_SIZES}"
+        raise UnsupportedError(
+            f"--block-size {block_size} with --precision {precision}: the block size is for "
+            f"{where} (MatMulNBits' block_size is a power of two from 16 to 256)."
+        )
+    return spec
+
+
+def torch_dtype(spec: Precision) -> Any:
+    import torch
+
+    return getattr(torch, spec.dtype)
+
+
+def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[Any, Any, Any]:
+    """(weights=, dispatcher=, the QuantPlan or None) for ``to_onnx``."""
+    from tonnx.pipeline.write._weights import SafetensorsWeights
+
+    if spec.bits is None:
+        weights = SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if src.weights else None
+        return weights, None, None
+    import tonnx
+
+    from .quantize import DEFAULT_BLOCK_SIZE, QuantizingWeights, QuantPlan, quantize_pack
+
+    plan = QuantPlan(bits=spec.bits, block_size=block_size or DEFAULT_BLOCK_SIZE)
+    weights = QuantizingWeights(src.weights, src.aliases, plan, cast_floats=True) if src.weights else None
+    return weights, tonnx.Dispatcher(extra_packs=[quantize_pack(plan)]), plan

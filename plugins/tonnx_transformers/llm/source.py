@@ -7,7 +7,8 @@ from the folder's safetensors files one tensor at a time while the ONNX file is 
 (``to_onnx(..., weights=...)``). A model one of whose tensors transformers builds from
 several checkpoint tensors (the experts of Mixtral, Qwen3-MoE) is loaded by transformers
 instead, in memory: streaming those is left to do. A bfloat16 or float16 checkpoint is read
-into the float32 model (each tensor cast as it is read).
+into the float32 model (each tensor cast as it is read); with ``--precision fp16`` the model
+is built in float16 and every floating tensor is cast to it as it is read.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from tonnx import TonnxError, UnsupportedError
 class SourceError(TonnxError):
     """SOURCE is not a model folder or a callable returning a causal LM (exit code 2)."""
 
-#: safetensors dtypes each precision reads: floating ones are cast to float32 one tensor at
-#: a time while streaming (bfloat16 and float16 are exact in float32)
-_READS = {"fp32": {"F32", "BF16", "F16", "I64", "I32", "BOOL", "U8", "I8"}}
+#: safetensors dtypes each precision reads: floating ones are cast to the model's dtype one
+#: tensor at a time while streaming (bfloat16 and float16 are exact in float32; int8 and
+#: int4 read float32 weights, quantized as they are written)
+_READS = dict.fromkeys(("fp32", "fp16", "int8", "int4"),
+                       {"F32", "BF16", "F16", "I64", "I32", "BOOL", "U8", "I8"})
 
 
 @dataclass
@@ -51,20 +54,21 @@ def load_source(source: Any, *, precision: str, tokenizer: str | None = None) ->
     """A folder path, ``MODULE_OR_FILE:CALLABLE`` or an ``nn.Module`` -> :class:`Source`."""
     import torch
 
+    dtype = torch.float16 if precision == "fp16" else torch.float32
     if isinstance(source, torch.nn.Module):
-        return _from_module(source, tokenizer)
+        return _from_module(source, tokenizer, dtype)
     source = os.fspath(source)
     if os.path.isdir(source):
-        return _from_folder(source, precision, tokenizer)
+        return _from_folder(source, precision, tokenizer, dtype)
     if ":" in source and not os.path.exists(source):
-        return _from_callable(source, tokenizer)
+        return _from_callable(source, tokenizer, dtype)
     raise SourceError(
         f"SOURCE {source!r} is neither a model folder (config.json and *.safetensors, as "
         f"save_pretrained writes) nor MODULE_OR_FILE:CALLABLE returning a model."
     )
 
 
-def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
+def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any) -> Source:
     import torch
     import transformers
 
@@ -80,7 +84,7 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
     _check_causal_lm(config, folder)
     stored = _check_dtypes(weights, precision)
     with parameters_on_meta():
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
     model.eval()
     _buffers_to_meta(model, stored)
     aliases = checkpoint_names(model, stored)
@@ -89,12 +93,31 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
         return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
     if aliases is None:  # a tensor made of several checkpoint tensors: transformers builds it
-        model, weights, aliases = load(), [], {}
+        reference = load()
+        model = _in_dtype(reference, dtype)
+        return Source(model=model, config=config, generation_config=_generation_config(folder, model),
+                      tokenizer_folder=tokenizer or folder, reference=lambda: reference)
     return Source(
         model=model, config=config, generation_config=_generation_config(folder, model),
-        weights=weights, aliases=aliases, tokenizer_folder=tokenizer or folder,
-        reference=(lambda: model) if not weights else load,
+        weights=weights, aliases=aliases, tokenizer_folder=tokenizer or folder, reference=load,
     )
+
+
+def _in_dtype(model: Any, dtype: Any) -> Any:
+    """The float32 model itself, or a copy whose floating parameters are in ``dtype`` (the
+    float32 one stays the reference; buffers such as rotary ``inv_freq`` keep their dtype,
+    as in a model transformers builds in ``dtype``)."""
+    import copy
+
+    import torch
+
+    if dtype == torch.float32:
+        return model
+    copied = copy.deepcopy(model)
+    for param in copied.parameters():
+        if param.is_floating_point():
+            param.data = param.data.to(dtype)
+    return copied
 
 
 def checkpoint_names(model: Any, stored: set[str]) -> dict[str, str] | None:
@@ -123,7 +146,7 @@ def checkpoint_names(model: Any, stored: set[str]) -> dict[str, str] | None:
     return aliases if set(aliases) == missing else None
 
 
-def _from_callable(spec: str, tokenizer: str | None) -> Source:
+def _from_callable(spec: str, tokenizer: str | None, dtype: Any) -> Source:
     from tonnx.tools.cli._target import TargetError, _import
 
     where, _, name = spec.rpartition(":")
@@ -137,10 +160,10 @@ def _from_callable(spec: str, tokenizer: str | None) -> Source:
         func = getattr(func, part)
     if not callable(func):
         raise SourceError(f"SOURCE {spec!r} is not callable: it must return a causal LM.")
-    return _from_module(func(), tokenizer)
+    return _from_module(func(), tokenizer, dtype)
 
 
-def _from_module(model: Any, tokenizer: str | None) -> Source:
+def _from_module(model: Any, tokenizer: str | None, dtype: Any) -> Source:
     import torch
 
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
@@ -157,7 +180,7 @@ def _from_module(model: Any, tokenizer: str | None) -> Source:
     folder = tokenizer or getattr(model.config, "_name_or_path", None) or getattr(model, "name_or_path", None)
     model.eval()
     return Source(
-        model=model, config=model.config, generation_config=model.generation_config,
+        model=_in_dtype(model, dtype), config=model.config, generation_config=model.generation_config,
         tokenizer_folder=folder if folder and os.path.isdir(folder) else None,
         reference=lambda: model,
     )

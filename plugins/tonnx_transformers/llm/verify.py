@@ -34,8 +34,12 @@ class GreedyCheck:
 
 
 def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e-4,
-                 rtol: float = 1e-3) -> GreedyCheck:
-    """Runs ``path`` in onnxruntime against ``reference`` (a transformers causal LM)."""
+                 rtol: float = 1e-3, relative: bool = False) -> GreedyCheck:
+    """Runs ``path`` in onnxruntime against ``reference`` (a transformers causal LM).
+
+    ``relative``: ``atol`` is a fraction of the largest |logit| of transformers' steps and
+    ``rtol`` is not used (a quantized or float16 model: its error scales with the logits).
+    """
     import numpy as np
     import onnxruntime as ort
     import torch
@@ -49,6 +53,8 @@ def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e
         )
     tokens = out.sequences[0, PROMPT:].tolist()
     want = [step[0].float().numpy() for step in out.logits]
+    if relative:
+        atol, rtol = atol * max(float(np.abs(w).max()) for w in want), 0.0
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     got = _run_steps(session, prompt.numpy(), tokens)
     worst = 0.0
@@ -78,7 +84,8 @@ def _run_steps(session: Any, prompt: Any, tokens: list[int]) -> list:
     for name, info in names.items():
         if name.startswith("past"):
             _, heads, _, size = info.shape
-            past[name] = np.zeros((1, heads, 0, size), dtype=np.float32)
+            dtype = np.float16 if info.type == "tensor(float16)" else np.float32
+            past[name] = np.zeros((1, heads, 0, size), dtype=dtype)
     outputs = [o.name for o in session.get_outputs()]
     step_ids, total, logits = prompt, 0, []
     for token in tokens:

@@ -1,0 +1,178 @@
+"""int4 / int8 weight-only quantization: the linear layers become ``com.microsoft.MatMulNBits``.
+
+A rewrite rule (handed to the export as a one-rule pack, :func:`quantize_pack`) replaces
+``MatMul(x, Transpose(W))`` (``nn.Linear``'s weight, ``[N, K]``) and ``MatMul(x, W)`` (a
+``[K, N]`` weight, GPT-2's ``Conv1D``) whose ``W`` is a 2-D float32 initializer by
+``MatMulNBits(x, W_Q<bits>, W_scales)``: symmetric blockwise quantization along K
+(``block_size`` 32 by default), no zero points, ``accuracy_level`` 4 as onnxruntime-genai's
+builder writes for the CPU (the activations are quantized to int8 inside the kernel).
+
+The blocks are computed by onnxruntime's own quantizer (``DefaultWeightOnlyQuantizer``, the
+one the builder and ``matmul_nbits_quantizer`` use), one weight at a time:
+
+- a weight held in memory (a model given as an object) is quantized when the rule fires;
+- a weight on the ``meta`` device (a folder's model, streamed) is quantized while the model
+  file is written: the rule adds ``meta`` placeholders of the quantized shapes and records
+  where each comes from (:class:`QuantPlan`); :class:`QuantizingWeights` reads the weight
+  from the safetensors files, quantizes it and writes its parts, then frees it. No float32
+  copy of the model is ever in memory or on disk.
+
+The embedding (a Gather) keeps its float32 table, as the builder's int4 model of an untied
+model does; the lm head is a linear layer and is quantized, as the builder does. A model
+whose lm head shares the embedding's tensor keeps the float32 table for the Gather and a
+quantized copy for the lm head (the builder's tied int4 model gathers from the quantized
+table instead: smaller, less exact).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from tonnx.pipeline.write._weights import SafetensorsWeights
+
+MS_DOMAIN = "com.microsoft"
+#: onnxruntime-genai's builder default for the CPU EP: int8 activations inside MatMulNBits
+CPU_ACCURACY_LEVEL = 4
+DEFAULT_BLOCK_SIZE = 32
+BLOCK_SIZES = (16, 32, 64, 128, 256)
+#: the oldest onnxruntime running MatMulNBits with bits 4 and 8 on the CPU EP as written
+#: here, measured (tests/transformers_pack/test_export_llm_precision.py); also the oldest
+#: the ortcontrib pack supports, so no older one is tested
+MIN_ONNXRUNTIME = "1.31.1"
+
+
+@dataclass
+class QuantPlan:
+    """The quantization of one export: its settings, and each placeholder's origin."""
+
+    bits: int
+    block_size: int = DEFAULT_BLOCK_SIZE
+    accuracy_level: int = CPU_ACCURACY_LEVEL
+    #: placeholder initializer name -> (weight name, weight's meta value, layout, part)
+    pending: dict[str, tuple[str, Any, str, str]] = field(default_factory=dict)
+    #: placeholder name -> the layout of the weight it quantizes ("nk" or "kn")
+    layouts: dict[str, str] = field(default_factory=dict)
+    #: how many MatMuls the rule rewrote
+    rewritten: int = 0
+
+    def quantize(self, weight, layout: str):
+        """(packed uint8 [N, blocks, blob], scales float32 [N, blocks]) of a float32 weight
+        given ``[N, K]`` (``layout="nk"``) or ``[K, N]``, by onnxruntime's quantizer."""
+        import numpy as np
+        from onnxruntime.quantization.matmul_nbits_quantizer import (
+            DefaultWeightOnlyQuantConfig,
+            DefaultWeightOnlyQuantizer,
+        )
+
+        w = weight.detach().numpy() if hasattr(weight, "detach") else np.asarray(weight)
+        w = np.ascontiguousarray(w.T if layout == "nk" else w, dtype=np.float32)
+        config = DefaultWeightOnlyQuantConfig(block_size=self.block_size, is_symmetric=True, bits=self.bits)
+        packed, scales, _ = DefaultWeightOnlyQuantizer(config).qbits_block_quant(w)
+        return packed, scales
+
+    def shapes(self, k: int, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        blocks = (k + self.block_size - 1) // self.block_size
+        return (n, blocks, self.block_size * self.bits // 8), (n, blocks)
+
+
+def quantize_pack(plan: QuantPlan) -> Any:
+    """A pack (for ``Dispatcher(extra_packs=[...])``) whose one rewrite rule is the plan's."""
+    import types
+
+    import tonnx
+    from tonnx.converters import RewriteRule
+
+    def rewrite(ctx, node):
+        return _matmul_nbits(plan, ctx, node)
+
+    def tonnx_pack():
+        return tonnx.PackSpec(
+            name=f"llm_int{plan.bits}", load=lambda: [], version="0.1.0", priority=300,
+            domains={MS_DOMAIN: 1},
+            description=f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits",
+            rewrites=lambda: [RewriteRule("matmul_nbits", "MatMul", rewrite)],
+            runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME},
+        )
+
+    return types.SimpleNamespace(tonnx_pack=tonnx.hookimpl(tonnx_pack))
+
+
+def _matmul_nbits(plan: QuantPlan, ctx, node):
+    """MatMul(x, Transpose(W)) or MatMul(x, W), W a 2-D float32 initializer -> MatMulNBits."""
+    from onnx import TensorProto
+
+    g = ctx.g
+    b = node.inputs[1]
+    weight, layout = b, "kn"
+    producer = ctx.producer(b)
+    if producer is not None:
+        if producer.op_type != "Transpose" or producer.domain or \
+                list(producer.attributes.get("perm", [1, 0])) != [1, 0]:
+            return None
+        weight, layout = producer.inputs[0], "nk"
+    value = g.constants.get(weight)
+    if value is None or len(value.shape) != 2 or g.types.get(weight) != TensorProto.FLOAT:
+        return None
+    if g.types.get(node.inputs[0]) != TensorProto.FLOAT:
+        return None
+    n, k = value.shape if layout == "nk" else value.shape[::-1]
+    q_name, s_name = f"{weight}_Q{plan.bits}", f"{weight}_scales"
+    if g.has_name(q_name):  # a second MatMul reading the weight: the same quantized parts
+        if plan.layouts.get(q_name) != layout:
+            return None
+    else:
+        _add_parts(plan, g, weight, value, layout, q_name, s_name, k, n)
+        plan.layouts[q_name] = layout
+    plan.rewritten += 1
+    return [ctx.node("MatMulNBits", [node.inputs[0], q_name, s_name], node.outputs, domain=MS_DOMAIN,
+                     K=int(k), N=int(n), bits=plan.bits, block_size=plan.block_size,
+                     accuracy_level=plan.accuracy_level)]
+
+
+def _add_parts(plan: QuantPlan, g, weight: str, value, layout: str, q_name: str, s_name: str,
+               k: int, n: int) -> None:
+    import torch
+    from tonnx.builder._constants import has_data
+
+    if has_data(value):
+        packed, scales = plan.quantize(value, layout)
+        g.make_initializer(q_name, packed, dedup=False)
+        g.make_initializer(s_name, scales, dedup=False)
+        return
+    q_shape, s_shape = plan.shapes(k, n)
+    g.make_initializer(q_name, torch.empty(q_shape, dtype=torch.uint8, device="meta"), dedup=False)
+    g.make_initializer(s_name, torch.empty(s_shape, dtype=torch.float32, device="meta"), dedup=False)
+    plan.pending[q_name] = (weight, value, layout, "packed")
+    plan.pending[s_name] = (weight, value, layout, "scales")
+
+
+class QuantizingWeights(SafetensorsWeights):
+    """Safetensors weights whose quantized placeholders are computed as they are written.
+
+    The file writer asks for the parts of a weight one after the other (in a prefetch
+    thread): the weight is read and quantized for its first part, kept until its other
+    part is asked for, then dropped.
+    """
+
+    def __init__(self, weights: Any, aliases: dict[str, str] | None, plan: QuantPlan, **kwargs):
+        super().__init__(weights, aliases, **kwargs)
+        self._plan = plan
+        self._ready: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def payload(self, name: str, value) -> memoryview:
+        entry = self._plan.pending.get(name)
+        if entry is None:
+            return super().payload(name, value)
+        weight, like, layout, part = entry
+        with self._lock:
+            parts = self._ready.get(weight)
+            if parts is None:
+                packed, scales = self._plan.quantize(self.load(weight, like), layout)
+                parts = self._ready[weight] = {"packed": packed, "scales": scales}
+            array = parts.pop(part)
+            if not parts:
+                del self._ready[weight]
+        return memoryview(array).cast("B")

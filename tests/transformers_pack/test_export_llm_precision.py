@@ -1,0 +1,231 @@
+"""``tonnx export-llm --precision``: int4 / int8 (MatMulNBits), fp16, bf16 refused (issue 18 s2).
+
+The tiny Llama of ``llm_folders`` (2 layers, hidden 64) is exported once per precision
+through the command. Each folder's logits error against transformers' float32 logits is
+bounded. The comparison with onnxruntime-genai's builder int4 / int8 models of the same
+weights is ``tests/bench/bench_llm_precision.py`` (the builder takes ~40 s even on the tiny
+model here, too slow for the suite): on a Llama of 4 layers, hidden 512, tonnx's error is
+the builder's to 1 % (docs/llm-export.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from tonnx.cli import main
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+import llm_folders  # noqa: E402
+
+PROMPT = (torch.arange(16, dtype=torch.int64)[None] * 7919 + 11) % llm_folders.VOCAB
+LINEARS = 7 * 2 + 1  # q, k, v, o, gate, up, down per layer, and the lm head
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("llm") / "llama"
+    return folder, llm_folders.save_folder("llama", folder)
+
+
+def _export(source, name: str, *options: str):
+    folder, _ = source
+    out = folder.parent / name
+    if not out.exists():
+        assert main(["export-llm", str(folder), "-o", str(out), "-q", *options]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def int4(source):
+    return _export(source, "int4", "--precision", "int4")
+
+
+def _load(out):
+    return onnx.load(str(out / "model.onnx"), load_external_data=False)
+
+
+def _initializer(out, name: str) -> np.ndarray:
+    from onnx.numpy_helper import to_array
+
+    model = onnx.load(str(out / "model.onnx"))
+    return to_array(next(i for i in model.graph.initializer if i.name == name))
+
+
+def _logits(out) -> np.ndarray:
+    """Logits of PROMPT from an empty cache, as the folder's graph computes them."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    feeds = {}
+    for i in session.get_inputs():
+        if i.name == "input_ids":
+            feeds[i.name] = PROMPT.numpy()
+        elif i.name == "attention_mask":
+            feeds[i.name] = np.ones(PROMPT.shape, np.int64)
+        elif i.name == "position_ids":
+            feeds[i.name] = np.arange(PROMPT.shape[1], dtype=np.int64)[None]
+        else:
+            dtype = np.float16 if i.type == "tensor(float16)" else np.float32
+            feeds[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), dtype)
+    return session.run(["logits"], feeds)[0][0].astype(np.float32)
+
+
+def _reference(model) -> np.ndarray:
+    with torch.no_grad():
+        return model(input_ids=PROMPT).logits[0].numpy()
+
+
+def _ms_nodes(out, op_type: str) -> list:
+    return [n for n in _load(out).graph.node if n.op_type == op_type and n.domain == "com.microsoft"]
+
+
+def test_int4_linear_layers_are_matmulnbits(int4):
+    model = _load(int4)
+    nodes = _ms_nodes(int4, "MatMulNBits")
+    assert len(nodes) == LINEARS
+    assert not [n for n in model.graph.node if n.op_type == "MatMul" and n.domain == ""]
+    attrs = {tuple(sorted((a.name, onnx.helper.get_attribute_value(a)) for a in n.attribute)) for n in nodes}
+    assert {dict(a)["bits"] for a in attrs} == {4} and {dict(a)["block_size"] for a in attrs} == {32}
+    assert {dict(a)["accuracy_level"] for a in attrs} == {4}  # the builder's CPU default
+    floats = {i.name for i in model.graph.initializer
+              if i.data_type == onnx.TensorProto.FLOAT and len(i.dims) == 2 and not i.name.endswith("_scales")}
+    assert floats == {"model.embed_tokens.weight"}  # no float32 copy of a linear weight is kept
+    meta = {p.key: p.value for p in model.metadata_props}
+    assert tuple(int(v) for v in meta["pkg.tonnx.min_onnxruntime"].split(".")) >= (1, 31, 1)
+    assert "llm_int4:matmul_nbits x15" in meta["pkg.tonnx.rewrites"]
+
+
+def test_int4_weights_are_onnxruntimes_blocks_of_the_checkpoint(source, int4):
+    """The streamed int4 bytes are onnxruntime's quantizer's on the checkpoint's weight."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import (
+        DefaultWeightOnlyQuantConfig,
+        DefaultWeightOnlyQuantizer,
+    )
+
+    _, model = source
+    weight = model.model.layers[1].mlp.down_proj.weight.detach().numpy()
+    config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, bits=4)
+    packed, scales, _ = DefaultWeightOnlyQuantizer(config).qbits_block_quant(np.ascontiguousarray(weight.T))
+    name = "model.layers.1.mlp.down_proj.weight"
+    np.testing.assert_array_equal(_initializer(int4, name + "_Q4"), packed)
+    np.testing.assert_array_equal(_initializer(int4, name + "_scales"), scales)
+
+
+def test_int4_folder_runs_in_genai(int4):
+    og = pytest.importorskip("onnxruntime_genai")
+    genai_model = og.Model(str(int4))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=PROMPT.shape[1] + 8, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(PROMPT.numpy().astype(np.int32))
+    got = []
+    while not generator.is_done():
+        generator.generate_next_token()
+        got.append(int(generator.get_next_tokens()[0]))
+    assert len(got) == 8 and all(0 <= t < llm_folders.VOCAB for t in got)
+
+
+def test_int4_error_is_bounded_against_fp32(source, int4):
+    _, model = source
+    want = _reference(model)
+    diff = np.abs(_logits(int4) - want)
+    scale = np.abs(want).max()
+    # measured 0.082 max, 0.018 mean on max |logit| 0.57 (a wrong layout gives ~ the logits;
+    # the builder's int4 model of a larger Llama errs as much: tests/bench/bench_llm_precision.py)
+    assert diff.max() < 0.3 * scale and diff.mean() < 0.06 * scale
+
+
+def test_int8_with_a_block_size_of_64(source):
+    out = _export(source, "int8-b64", "--precision", "int8", "--block-size", "64")
+    nodes = _ms_nodes(out, "MatMulNBits")
+    assert len(nodes) == LINEARS
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute}
+    assert (attrs["bits"], attrs["block_size"]) == (8, 64)
+    _, model = source
+    want = _reference(model)
+    diff = np.abs(_logits(out) - want)
+    assert diff.max() < 0.03 * np.abs(want).max()  # measured 0.0066 of 0.57 (block 32)
+
+
+def test_fp16_graph_runs_on_the_cpu(source):
+    out = _export(source, "fp16", "--precision", "fp16")
+    model = _load(out)
+    assert {i.type.tensor_type.elem_type for i in model.graph.input if i.name.startswith("past")} == {
+        onnx.TensorProto.FLOAT16}
+    weights = [i for i in model.graph.initializer if len(i.dims) == 2]
+    assert weights and {i.data_type for i in weights} == {onnx.TensorProto.FLOAT16}
+    _, reference = source
+    want = _reference(reference)
+    assert np.abs(_logits(out) - want).max() < 0.005 * np.abs(want).max()  # measured 3.6e-4 of 0.57
+
+
+def test_bf16_is_refused_naming_the_missing_cpu_kernels(tmp_path):
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    with pytest.raises(UnsupportedError, match="bfloat16 kernel for MatMul.*--precision fp16"):
+        export_llm(tmp_path, tmp_path / "out", precision="bf16")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Add", "Mul"])
+def test_onnxruntime_cpu_has_no_bfloat16_kernel(op):
+    """What the bf16 refusal says, measured: when onnxruntime adds these, revisit bf16."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, ["A", "B"], ["Y"])
+    info = [helper.make_tensor_value_info(n, TensorProto.BFLOAT16, None) for n in "ABY"]
+    graph = helper.make_graph([node], "g", info[:2], info[2:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("precision, block_size", [("fp32", 32), ("int4", 48), ("int8", 512)])
+def test_a_bad_block_size_is_refused(tmp_path, precision, block_size):
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    with pytest.raises(UnsupportedError, match="--block-size"):
+        export_llm(tmp_path, tmp_path / "out", precision=precision, block_size=block_size)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_matmulnbits_runs_in_the_installed_onnxruntime(bits):
+    """The rule on a model in memory (weights quantized when it fires), run in onnxruntime:
+    what the folder's ``pkg.tonnx.min_onnxruntime`` promises for this version."""
+    import onnxruntime as ort
+
+    import tonnx
+    from tonnx_transformers.llm.quantize import QuantPlan, quantize_pack
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(96, 40, bias=False).eval()  # K = 96: three blocks of 32
+    x = torch.randn(2, 5, 96)
+    plan = QuantPlan(bits=bits)
+    onx = tonnx.to_onnx(linear, (x,), dispatcher=tonnx.Dispatcher(extra_packs=[quantize_pack(plan)]))
+    assert [n.op_type for n in onx.graph.node] == ["MatMulNBits"] and plan.rewritten == 1
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+    want = linear(x).detach().numpy()
+    assert np.abs(got - want).max() < (0.15 if bits == 4 else 0.02) * np.abs(want).max()
+
+
+def test_a_model_without_a_linear_weight_is_not_labelled_int4(tmp_path, monkeypatch):
+    """No MatMul was rewritten: the export fails instead of writing a float32 folder."""
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+    from tonnx_transformers.llm import quantize
+
+    monkeypatch.setattr(quantize, "_matmul_nbits", lambda plan, ctx, node: None)
+    with pytest.raises(UnsupportedError, match="nothing would be quantized"):
+        export_llm(llm_folders.model("llama"), tmp_path / "out", precision="int4", verify=False)
+    assert os.listdir(tmp_path) == []
