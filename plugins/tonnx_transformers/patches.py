@@ -2,8 +2,9 @@
 
 ``tonnx.to_onnx`` (and ``tonnx.export_program``, ``tonnx.export_patches``) enter
 :func:`export_patches` while the pack is enabled. Each part says which error it avoids:
-the cache classes as pytree nodes (``cache.py``) and the eager experts loop over every
-expert (``eager_experts.py``). When ``transformers`` is not imported, nothing happens: the
+the cache classes as pytree nodes (``cache.py``), the eager experts loop over every
+expert (``eager_experts.py``) and FSMT's decoder padding mask as a tensor always
+(``padding_mask.py``). When ``transformers`` is not imported, nothing happens: the
 pack costs an import of this module and nothing else.
 """
 
@@ -22,6 +23,7 @@ def export_patches() -> Iterator[None]:
         return
     from .cache import cache_nodes
     from .eager_experts import every_expert
+    from .padding_mask import padding_mask_always
 
-    with cache_nodes(), every_expert():
+    with cache_nodes(), every_expert(), padding_mask_always():
         yield
