@@ -40,6 +40,9 @@ def add_commands(sub) -> None:
                    help="skip the greedy check against transformers (it loads the model in "
                         "memory once: skip it for a model larger than memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no summary")
+    p.add_argument("--runtime", default="onnxruntime", choices=["onnxruntime", "onnx"],
+                   help="onnxruntime (default: its com.microsoft fused ops when the ortcontrib "
+                        "pack is installed) or onnx: standard domain only, opset 23")
     p.set_defaults(run=run)
 
 
@@ -54,7 +57,7 @@ def run(args) -> int:
     try:
         result = export_llm(args.source, args.output, precision=args.precision,
                             block_size=args.block_size, verify=not args.no_verify, tokenizer=args.tokenizer,
-                            progress=False if args.quiet else None)
+                            progress=False if args.quiet else None, runtime=args.runtime)
     except SourceError as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
         return _codes.USAGE

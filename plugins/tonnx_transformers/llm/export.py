@@ -10,6 +10,7 @@ from typing import Any
 
 from . import folder as _folder
 from . import precision as _precision
+from . import runtime as _runtime
 from .source import load_source
 
 MODEL_FILE = "model.onnx"
@@ -38,7 +39,7 @@ class _Phases:
 
 def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
                block_size: int | None = None, verify: bool = True, tokenizer: str | None = None,
-               progress: bool | None = False) -> LLMExport:
+               progress: bool | None = False, runtime: str = "onnxruntime") -> LLMExport:
     """Exports a causal LM to a folder that ``onnxruntime_genai.Model(out)`` opens.
 
     - ``source``: a transformers model folder (``config.json``, ``*.safetensors``, tokenizer
@@ -56,11 +57,14 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
       turn off for a model larger than memory). A mismatch raises ``GreedyCheckError``.
     - ``tokenizer``: the folder to copy tokenizer files from (default: the source folder).
     - ``progress``: show the phase on stderr (None: when stderr is a terminal).
+    - ``runtime``: ``"onnxruntime"``, or ``"onnx"``: the portable graph, standard domain
+      only at opset 23 (Attention, RMSNormalization, RotaryEmbedding); see ``runtime.py``.
     """
     import tonnx
     from tonnx.tools.cli._progress import Progress
 
     spec = _precision.check_precision(precision, block_size)
+    _runtime.check_runtime(runtime, precision)
     out = os.fspath(out)
     _folder.check_output(out)
     phases, seconds = _Phases(), {}
@@ -74,7 +78,8 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         src = load_source(source, precision=precision, tokenizer=tokenizer)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
-        onx = _export(tonnx, src, model_file, spec, block_size)
+        onx = _export(tonnx, src, model_file, spec, block_size, runtime)
+        _runtime.check_portable(runtime, onx)
         phase("config")
         _write_config(staging.path, onx, src)
         _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
@@ -90,7 +95,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
 
 
-def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None) -> Any:
+def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str) -> Any:
     from .inputs import example_call
 
     streamed = bool(src.weights)
@@ -99,7 +104,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None) 
     weights, dispatcher, plan = _precision.export_options(spec, src, block_size)
     onx = tonnx.to_onnx(
         src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
-        weights=weights, dispatcher=dispatcher,
+        weights=weights, **_runtime.to_onnx_options(runtime, dispatcher),
     )
     if plan is not None and not plan.rewritten:
         from tonnx import UnsupportedError
