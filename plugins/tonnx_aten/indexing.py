@@ -375,10 +375,21 @@ def _along(g, index: str, dim: int, rank: int) -> str:
     return g.op.Reshape(index, _ints(shape))
 
 
+def _vector(g, x: str) -> str:
+    return g.op.Reshape(x, _ints([-1]))
+
+
 def _index_scatter(g, sts, outputs, self, dim, index, source, reduction, alpha=1):
-    rank = _require_rank(g, self, "index_copy/index_add")
-    dim %= rank
-    if g.get_rank(source) < rank:
+    rank = g.get_rank(self)
+    if rank == 0:  # torch indexes a 0-d tensor as one element along dim 0
+        self, index, source = _vector(g, self), _vector(g, index), _vector(g, source)
+        flat = _scatter_along(g, sts, 1, self, 0, 1, index, source, 1, reduction, alpha)
+        return g.op.Reshape(flat, _ints([]), outputs=outputs)
+    return _scatter_along(g, sts, outputs, self, dim % rank, rank, index, source, g.get_rank(source), reduction, alpha)
+
+
+def _scatter_along(g, sts, outputs, self, dim, rank, index, source, source_rank, reduction, alpha):
+    if source_rank < rank:
         source = g.op.Unsqueeze(source, _ints([dim]))
     source = cast(g, source, sts.dtype)
     if alpha != 1:
@@ -402,9 +413,15 @@ def aten_index_add(g, sts, outputs, self, dim, index, source, alpha=1):
 # aten::index_fill.int_Scalar
 def aten_index_fill(g, sts, outputs, self, dim, index, value):
     "index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"
-    rank = _require_rank(g, self, "index_fill")
-    dim %= rank
-    flat = g.op.Reshape(index, _ints([-1]))
+    rank = g.get_rank(self)
+    if rank == 0:  # torch indexes a 0-d tensor as one element along dim 0
+        flat = _fill_along(g, sts, 1, _vector(g, self), 0, 1, index, value)
+        return g.op.Reshape(flat, _ints([]), outputs=outputs)
+    return _fill_along(g, sts, outputs, self, dim % rank, rank, index, value)
+
+
+def _fill_along(g, sts, outputs, self, dim, rank, index, value):
+    flat = _vector(g, index)
     shape = g.op.Concat(
         g.op.Shape(self, start=0, end=dim),
         g.op.Shape(flat),

@@ -745,8 +745,8 @@ def aten_diagonal(g, sts, outputs, self, offset=0, dim1=0, dim2=1):
 def aten_unfold(g, sts, outputs, self, dimension, size, step):
     "unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)"
     rank = g.get_rank(self)
-    if rank == 0:
-        raise UnsupportedError("unfold of a 0-d tensor is not supported.")
+    if rank == 0:  # torch: the element as a window of `size` (0 or 1) items
+        return g.op.Slice(g.op.Reshape(self, _i64([1])), _i64([0]), _i64([size]), outputs=outputs)
     axis = dimension % rank
     total = _dim(g, self, axis)
     window = np.arange(size, dtype=np.int64)

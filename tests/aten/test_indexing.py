@@ -421,6 +421,26 @@ def test_index_copy_add_fill(key, shape, data, dtype, seed):
     )
 
 
+@pytest.mark.parametrize("key", sorted(INDEX_OPS))
+@given(
+    dim=st.sampled_from([0, -1]),
+    index=st.sampled_from([[0], 0, [0, 0], []]),
+    dtype=st.sampled_from(NUMBERS),
+    seed=seeds,
+)
+def test_index_copy_add_fill_on_a_0d_tensor(key, dim, index, dtype, seed):
+    """torch indexes a 0-d tensor as one element along dim 0 (or -1)."""
+    if "fill" not in key and index in ([0, 0], []):
+        index = [0]  # index_add/index_copy take a 0-d source: one index only
+    op = INDEX_OPS[key]
+
+    def fn(x, i, s):  # the (1,) inputs squeezed: tonnx.testing feeds 0-d arrays as (1,)
+        return op(x[0], dim, i.reshape(torch.tensor(index).shape), s[0]).unsqueeze(0)
+
+    positions = torch.tensor(index, dtype=torch.int64).reshape(-1)
+    check_op(fn, [make(seed, [1], dtype), positions, make(seed + 1, [1], dtype)], expect_op=key, **tol(dtype))
+
+
 @given(
     shape=st.lists(dims, min_size=1, max_size=3),
     data=st.data(),

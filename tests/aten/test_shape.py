@@ -676,6 +676,12 @@ def test_unfold(data, shape, dtype, seed):
     run(lambda t: A.unfold.default(t, dim, size, step), [make(seed, shape, dtype)], "aten::unfold.default")
 
 
+@given(dim=st.sampled_from([0, -1]), size=st.integers(0, 1), step=st.integers(1, 3), dtype=dtypes, seed=seeds)
+def test_unfold_of_a_0d_tensor(dim, size, step, dtype, seed):
+    """torch gives the element as a window of ``size`` (0 or 1) items."""
+    run(lambda t: A.unfold.default(t, dim, size, step), [make(seed, [], dtype)], "aten::unfold.default")
+
+
 @given(n=st.integers(3, 9), seed=seeds)
 def test_unfold_on_a_dynamic_dimension(n, seed):
     x, y = make(seed, [5, 2], torch.float32), make(seed, [n, 2], torch.float32)
