@@ -1,4 +1,4 @@
-"""Matrix products: linear, mm, bmm, matmul, the add* family, dot, outer, einsum."""
+"""Matrix products (linear, mm, bmm, matmul, the add* family, dot, outer, einsum) and determinants."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, is_float, op_accepts, operand
+from tonnx.converters import cast, is_float, named, op_accepts, operand
 
 #: Integer types ONNX MatMul accepts; smaller integers are multiplied in int64 and wrapped
 #: back (modular arithmetic gives torch's wrapped result).
@@ -322,7 +322,67 @@ def aten__linalg_det(g, sts, outputs, A):
     return aten_linalg_det(g, sts, outputs[:1], A), "", ""
 
 
+#: the largest matrix whose determinant cannot overflow float32 once each row's largest
+#: magnitude is scaled into (0.5, 1]: Hadamard's bound n ** (n / 2) < 3.4e38 up to n = 46
+_SLOGDET_MAX_N = 46
+
+
+def _slogdet(g, sts, A: str) -> tuple[str, str]:
+    """(sign, log|det|) of float32 matrices through Det, rows scaled by powers of two.
+
+    det(A) = det(A') * prod(2 ** e_i) with A' = A's rows divided by 2 ** e_i (exact):
+    Det(A') can neither overflow nor lose the scale to underflow, which Det(A) would.
+    """
+    if sts.input_dtypes[0] != TensorProto.FLOAT:
+        raise UnsupportedError(
+            f"{sts.op_name} of element type {TensorProto.DataType.Name(sts.input_dtypes[0])}: "
+            f"onnxruntime's Det computes float32 only; cast the matrix to float32."
+        )
+    n = sts.input_shapes[0][-1]
+    if type(n) is not int or n > _SLOGDET_MAX_N:
+        raise UnsupportedError(
+            f"{sts.op_name} of {n} x {n} matrices: computed through ONNX's Det, exact from "
+            f"overflow up to {_SLOGDET_MAX_N} x {_SLOGDET_MAX_N} static sizes only."
+        )
+    largest = g.op.ReduceMax(g.op.Abs(A), _axes(-1), keepdims=1)
+    # e = floor(log2(largest)) + 1, clipped to float32's normal exponents (a zero row: -126)
+    exponent = g.op.Floor(g.op.Div(g.op.Log(largest), np.array(math.log(2), dtype=np.float32)))
+    exponent = g.op.Clip(exponent, np.array(-126, dtype=np.float32), np.array(127, dtype=np.float32))
+    scaled = g.op.Mul(g.op.Div(A, g.op.Pow(np.array(2, dtype=np.float32), exponent)), np.array(0.5, dtype=np.float32))
+    det = g.op.Det(scaled)
+    shift = g.op.ReduceSum(g.op.Add(exponent, np.array(1, dtype=np.float32)), _axes(-2, -1), keepdims=0)
+    logabsdet = g.op.Add(g.op.Log(g.op.Abs(det)), g.op.Mul(shift, np.array(math.log(2), dtype=np.float32)))
+    return g.op.Sign(det), logabsdet
+
+
+# aten::_linalg_slogdet.default
+def aten__linalg_slogdet(g, sts, outputs, A):
+    "_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"
+    if outputs[2] or outputs[3]:
+        raise UnsupportedError("_linalg_slogdet's LU factors and pivots (ONNX's Det gives the determinant only)")
+    results = _slogdet(g, sts, A)
+    return tuple(named(g, r, name) if name else "" for r, name in zip(results, outputs[:2])) + ("", "")
+
+
+# aten::linalg_slogdet.default
+def aten_linalg_slogdet(g, sts, outputs, A):
+    "linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)"
+    return aten__linalg_slogdet(g, sts, [*outputs, "", ""], A)[:2]
+
+
+# aten::logdet.default
+def aten_logdet(g, sts, outputs, self):
+    "logdet(Tensor self) -> Tensor"
+    sign, logabsdet = _slogdet(g, sts, self)
+    # torch: nan for a negative determinant, -inf (log of 0) for a zero one
+    negative = g.op.Less(sign, np.array(0, dtype=np.float32))
+    return g.op.Where(negative, np.array(np.nan, dtype=np.float32), logabsdet, outputs=outputs)
+
+
 CONVERTERS = (
+    Converter("aten::_linalg_slogdet.default", aten__linalg_slogdet),
+    Converter("aten::linalg_slogdet.default", aten_linalg_slogdet),
+    Converter("aten::logdet.default", aten_logdet),
     Converter("aten::linalg_det.default", aten_linalg_det),
     Converter("aten::det.default", aten_det),
     Converter("aten::_linalg_det.default", aten__linalg_det),

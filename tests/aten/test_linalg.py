@@ -7,9 +7,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tonnx.testing import check_model, check_op
+import tonnx
+from tonnx.testing import check_model, check_op, op_module
 
 COVERS = {
+    "aten::_linalg_slogdet.default",
+    "aten::linalg_slogdet.default",
+    "aten::logdet.default",
     "aten::linalg_det.default",
     "aten::det.default",
     "aten::_linalg_det.default",
@@ -260,3 +264,52 @@ def test_det(batch, n, seed):
 def test__linalg_det_result_only():
     a = torch.randn(2, 3, 3)
     check_op(lambda t: torch.ops.aten._linalg_det(t)[0], [a], expect_op="aten::_linalg_det.default", atol=1e-4, rtol=1e-3)
+
+
+def _matrices(seed: int, batch, n: int, scale: float, kind: str) -> torch.Tensor:
+    a = torch.randn(*batch, n, n, generator=torch.Generator().manual_seed(seed)) * scale
+    if kind == "zero row" and n:
+        a[..., 0, :] = 0  # det 0: sign 0, log|det| -inf
+    elif kind == "negative" and n:  # det < 0: logdet is nan
+        flip = torch.where(torch.linalg.det(a.double()) > 0, -1.0, 1.0)
+        a[..., 0, :] = a[..., 0, :] * flip.unsqueeze(-1)
+    return a
+
+
+@given(
+    batch=st.sampled_from([(), (3,), (2, 2)]),
+    n=st.integers(0, 24),
+    scale=st.sampled_from([1.0, 1e-3, 100.0]),  # 24 x 24 by 100: det ~ 1e60, Det alone overflows
+    kind=st.sampled_from(["random", "zero row", "negative"]),
+    seed=st.integers(0, 1000),
+)
+def test_slogdet_and_logdet(batch, n, scale, kind, seed):
+    """sign and log|det| from Det on rows scaled by powers of two: no overflow, torch's nan/-inf."""
+    a = _matrices(seed, batch, n, scale, kind)
+    close = {"atol": 1e-4, "rtol": 1e-4}
+    check_op(at_least_1d(torch.logdet), [a], expect_op="aten::logdet.default", **close)
+    check_op(
+        lambda t: tuple(r + torch.zeros(1) for r in torch.linalg.slogdet(t)),  # 0-d results made 1-d
+        [a],
+        expect_op="aten::linalg_slogdet.default",
+        **close,
+    )
+    check_op(lambda t: torch.ops.aten._linalg_slogdet(t)[1] + torch.zeros(1), [a], expect_op="aten::_linalg_slogdet.default", **close)
+
+
+@pytest.mark.parametrize("scale", [100.0, 1e-3])
+def test_slogdet_where_the_determinant_leaves_float32(scale):
+    """det ~ 1e60 or 1e-60: Det of the matrix itself gives inf or 0, the scaled rows do not."""
+    a = _matrices(3, (2,), 24, scale, "random")
+    assert not torch.isfinite(torch.linalg.det(a)).all() or (torch.linalg.det(a) == 0).any()
+    check_op(at_least_1d(torch.logdet), [a.abs() + torch.eye(24) * 24 * scale], expect_op="aten::logdet.default", atol=1e-4, rtol=1e-4)
+    check_op(lambda t: torch.linalg.slogdet(t)[1], [a], expect_op="aten::linalg_slogdet.default", atol=1e-4, rtol=1e-4)
+
+
+def test_slogdet_refuses_what_det_cannot_give():
+    with pytest.raises(tonnx.UnsupportedError, match="float32 only"):
+        tonnx.to_onnx(op_module(torch.logdet, 1), (torch.randn(3, 3, dtype=torch.float64),))
+    with pytest.raises(tonnx.UnsupportedError, match="47 x 47"):
+        tonnx.to_onnx(op_module(torch.logdet, 1), (torch.randn(47, 47),))
+    with pytest.raises(tonnx.UnsupportedError, match="LU factors"):
+        tonnx.to_onnx(op_module(lambda t: torch.ops.aten._linalg_slogdet(t)[2], 1), (torch.randn(3, 3),))
