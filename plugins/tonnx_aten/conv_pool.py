@@ -659,11 +659,17 @@ def _onnx_scales(sizes: list, out: list, scales: list) -> np.ndarray:
     return np.array(result, dtype=np.float32)
 
 
-def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners, mode: str):
+def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners, mode: str, antialias=False):
     """Resize in linear or cubic mode, following torch's coordinates."""
     n = _spatial_rank(sts)
     if not is_float(g.get_type(x)):
         raise UnsupportedError(f"{mode} upsampling of {TensorProto.DataType.Name(g.get_type(x))}")
+    if antialias and align_corners:
+        raise UnsupportedError(
+            f"{sts.op_name} with align_corners=True: torch centres its antialiasing filter at "
+            f"(i + 0.5) * (in - 1) / (out - 1), which no coordinate mode of ONNX Resize gives; "
+            f"use align_corners=False (converted exactly) or antialias=False."
+        )
     sizes, out, scales = _upsample_axes(g, x, n, sts, output_size, scales)
     rank = g.get_rank(x)
     attributes = {
@@ -671,6 +677,9 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
         "mode": mode,
         "coordinate_transformation_mode": "align_corners" if align_corners else "half_pixel",
     }
+    if antialias:
+        # torch (as Pillow) renormalizes the filter's weights at the borders: exclude_outside
+        attributes.update(antialias=1, exclude_outside=1)
     if mode == "cubic":
         attributes["cubic_coeff_a"] = -0.75
     given = [s is not None and s > 0 for s in scales]
@@ -731,6 +740,25 @@ def aten_upsample_bicubic2d(
     "upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
     scales = [scales_h, scales_w]
     return _upsample_interpolate(g, sts, outputs, self, output_size, scales, align_corners, "cubic")
+
+
+# aten::_upsample_bilinear2d_aa.vec
+def aten__upsample_bilinear2d_aa_vec(g, sts, outputs, input, output_size, align_corners, scale_factors):
+    "_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"
+    return _upsample_interpolate(
+        g, sts, outputs, input, output_size, scale_factors, align_corners, "linear", antialias=True
+    )
+
+
+# aten::_upsample_bilinear2d_aa.default
+def aten__upsample_bilinear2d_aa(
+    g, sts, outputs, self, output_size, align_corners, scales_h=None, scales_w=None
+):
+    "_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    scales = [scales_h, scales_w]
+    return _upsample_interpolate(
+        g, sts, outputs, self, output_size, scales, align_corners, "linear", antialias=True
+    )
 
 
 # -- grid sampling ------------------------------------------------------------------------------
@@ -861,6 +889,8 @@ CONVERTERS = (
     Converter("aten::upsample_bicubic2d.vec", aten_upsample_bicubic2d_vec),
     Converter("aten::upsample_linear1d.default", aten_upsample_linear1d),
     Converter("aten::upsample_bilinear2d.default", aten_upsample_bilinear2d),
+    Converter("aten::_upsample_bilinear2d_aa.vec", aten__upsample_bilinear2d_aa_vec),
+    Converter("aten::_upsample_bilinear2d_aa.default", aten__upsample_bilinear2d_aa),
     Converter("aten::upsample_trilinear3d.default", aten_upsample_trilinear3d),
     Converter("aten::upsample_bicubic2d.default", aten_upsample_bicubic2d),
     Converter("aten::grid_sampler.default", aten_grid_sampler),

@@ -62,6 +62,8 @@ COVERS = {
     "aten::upsample_bilinear2d.default",
     "aten::upsample_trilinear3d.default",
     "aten::upsample_bicubic2d.default",
+    "aten::_upsample_bilinear2d_aa.vec",
+    "aten::_upsample_bilinear2d_aa.default",
     "aten::grid_sampler.default",
     "aten::grid_sampler_2d.default",
     "aten::grid_sampler_3d.default",
@@ -508,6 +510,51 @@ def test_upsample_interpolate_default(key, data, align_corners):
     op = getattr(torch.ops.aten, key).default
     x = make(case["seed"], (2, case["channels"], *case["size"]))
     check_op(lambda x: op(x, out, align_corners, *scales), [x], expect_op=f"aten::{key}.default")
+
+
+@given(data=st.data(), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_upsample_bilinear_antialiased(data, dtype):
+    """Resize(antialias=1, exclude_outside=1): torch's triangle filter renormalized at borders."""
+    case = data.draw(upsample_cases(2))
+    x = make(case["seed"], (2, case["channels"], *case["size"]), dtype)
+    check_op(
+        lambda x: F.interpolate(x, size=case["out"], scale_factor=case["scale"], mode="bilinear", antialias=True),
+        [x],
+        expect_op="aten::_upsample_bilinear2d_aa.vec",
+        **tol(dtype),
+        **runtime(dtype),
+    )
+
+
+@given(data=st.data())
+def test_upsample_bilinear_antialiased_default(data):
+    case = data.draw(upsample_cases(2))
+    if case["scale"] is None:
+        out, scales = case["out"], [None, None]
+    else:
+        scales = case["scale"]
+        out = [math.floor(s * f) for s, f in zip(case["size"], scales)]
+    x = make(case["seed"], (2, case["channels"], *case["size"]))
+    op = torch.ops.aten._upsample_bilinear2d_aa.default
+    check_op(lambda x: op(x, out, False, *scales), [x], expect_op="aten::_upsample_bilinear2d_aa.default")
+
+
+@pytest.mark.parametrize("size", [(8, 8), (3, 5)])
+def test_upsample_bilinear_antialiased_align_corners_is_refused(size):
+    """torch's antialiased align_corners mapping has no ONNX Resize mode: refused, not approximated."""
+    with pytest.raises(tonnx.UnsupportedError, match="align_corners=True"):
+        tonnx.to_onnx(
+            Unary(lambda x: F.interpolate(x, size=size, mode="bilinear", antialias=True, align_corners=True)),
+            (make(0, (1, 2, 5, 7)),),
+        )
+
+
+@given(seed=seeds)
+def test_upsample_bilinear_antialiased_scales_not_giving_the_size_are_refused(seed):
+    """torch maps coordinates by the scales and writes ``output_size``; Resize cannot do both."""
+    op = torch.ops.aten._upsample_bilinear2d_aa.default
+    with pytest.raises(tonnx.UnsupportedError, match="upsampling 10 to 3"):
+        tonnx.to_onnx(Unary(lambda x: op(x, [3, 3], False, 1.7, 0.9)), (make(seed, (1, 2, 10, 20)),))
 
 
 # -- grid sampling ------------------------------------------------------------------------------
