@@ -199,24 +199,41 @@ def test_a_bad_block_size_is_refused(tmp_path, precision, block_size):
         export_llm(tmp_path, tmp_path / "out", precision=precision, block_size=block_size)
 
 
+def _linear(kind: str):
+    """(module, input) whose weight the export reads as MatMul(x, Transpose(W)) ("linear"),
+    Gemm(x, W^T, bias) ("linear_bias", 2-D input) or Gemm(x, W, bias) (GPT-2's "conv1d")."""
+    from transformers.pytorch_utils import Conv1D
+
+    torch.manual_seed(0)
+    if kind == "linear":  # K = 96: three blocks of 32
+        return torch.nn.Linear(96, 40, bias=False), torch.randn(2, 5, 96)
+    if kind == "linear_bias":
+        return torch.nn.Linear(96, 40), torch.randn(5, 96)
+    conv = Conv1D(40, 96)
+    torch.nn.init.normal_(conv.weight)
+    torch.nn.init.normal_(conv.bias)
+    return conv, torch.randn(5, 96)
+
+
 @pytest.mark.parametrize("bits", [4, 8])
-def test_matmulnbits_runs_in_the_installed_onnxruntime(bits):
-    """The rule on a model in memory (weights quantized when it fires), run in onnxruntime:
-    what the folder's ``pkg.tonnx.min_onnxruntime`` promises for this version."""
+@pytest.mark.parametrize("kind, op", [("linear", "MatMul"), ("linear_bias", "Gemm"), ("conv1d", "Gemm")])
+def test_matmulnbits_runs_in_the_installed_onnxruntime(bits, kind, op):
+    """The rules on a layer in memory (weights quantized when a rule fires), run in
+    onnxruntime: what the folder's ``pkg.tonnx.min_onnxruntime`` promises for this version."""
     import onnxruntime as ort
 
     import tonnx
     from tonnx_transformers.llm.quantize import QuantPlan, quantize_pack
 
-    torch.manual_seed(0)
-    linear = torch.nn.Linear(96, 40, bias=False).eval()  # K = 96: three blocks of 32
-    x = torch.randn(2, 5, 96)
+    layer, x = _linear(kind)
+    layer.eval()
+    assert [n.op_type for n in tonnx.to_onnx(layer, (x,)).graph.node if n.op_type != "Transpose"] == [op]
     plan = QuantPlan(bits=bits)
-    onx = tonnx.to_onnx(linear, (x,), dispatcher=tonnx.Dispatcher(extra_packs=[quantize_pack(plan)]))
+    onx = tonnx.to_onnx(layer, (x,), dispatcher=tonnx.Dispatcher(extra_packs=[quantize_pack(plan)]))
     assert [n.op_type for n in onx.graph.node] == ["MatMulNBits"] and plan.rewritten == 1
     session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
-    want = linear(x).detach().numpy()
+    want = layer(x).detach().numpy()
     assert np.abs(got - want).max() < (0.15 if bits == 4 else 0.02) * np.abs(want).max()
 
 

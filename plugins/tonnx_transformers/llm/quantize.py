@@ -1,9 +1,10 @@
 """int4 / int8 weight-only quantization: the linear layers become ``com.microsoft.MatMulNBits``.
 
-A rewrite rule (handed to the export as a one-rule pack, :func:`quantize_pack`) replaces
-``MatMul(x, Transpose(W))`` (``nn.Linear``'s weight, ``[N, K]``) and ``MatMul(x, W)`` (a
-``[K, N]`` weight, GPT-2's ``Conv1D``) whose ``W`` is a 2-D float32 initializer by
-``MatMulNBits(x, W_Q<bits>, W_scales)``: symmetric blockwise quantization along K
+Two rewrite rules (handed to the export as a pack, :func:`quantize_pack`) replace
+``MatMul(x, Transpose(W))`` (``nn.Linear``'s weight, ``[N, K]``), ``MatMul(x, W)`` (a
+``[K, N]`` weight) and ``Gemm(x, W, bias)`` (GPT-2's ``Conv1D``, a linear with a bias on a
+2-D input: alpha 1, beta 1, x not transposed) whose ``W`` is a 2-D float32 initializer by
+``MatMulNBits(x, W_Q<bits>, W_scales[, bias])``: symmetric blockwise quantization along K
 (``block_size`` 32 by default), no zero points, ``accuracy_level`` 4 as onnxruntime-genai's
 builder writes for the CPU (the activations are quantized to int8 inside the kernel).
 
@@ -87,12 +88,16 @@ def quantize_pack(plan: QuantPlan) -> Any:
     def rewrite(ctx, node):
         return _matmul_nbits(plan, ctx, node)
 
+    def gemm(ctx, node):
+        return _gemm_nbits(plan, ctx, node)
+
     def tonnx_pack():
         return tonnx.PackSpec(
             name=f"llm_int{plan.bits}", load=lambda: [], version="0.1.0", priority=300,
             domains={MS_DOMAIN: 1},
             description=f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits",
-            rewrites=lambda: [RewriteRule("matmul_nbits", "MatMul", rewrite)],
+            rewrites=lambda: [RewriteRule("matmul_nbits", "MatMul", rewrite),
+                              RewriteRule("gemm_nbits", "Gemm", gemm)],
             runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME},
         )
 
@@ -101,34 +106,51 @@ def quantize_pack(plan: QuantPlan) -> Any:
 
 def _matmul_nbits(plan: QuantPlan, ctx, node):
     """MatMul(x, Transpose(W)) or MatMul(x, W), W a 2-D float32 initializer -> MatMulNBits."""
+    b = node.inputs[1]
+    producer = ctx.producer(b)
+    if producer is None:
+        return _nbits(plan, ctx, node, b, "kn")
+    if producer.op_type != "Transpose" or producer.domain or \
+            list(producer.attributes.get("perm", [1, 0])) != [1, 0]:
+        return None
+    return _nbits(plan, ctx, node, producer.inputs[0], "nk")
+
+
+def _gemm_nbits(plan: QuantPlan, ctx, node):
+    """Gemm(x, W[, bias]) with alpha 1, beta 1, x not transposed, a 1-D bias -> MatMulNBits."""
+    a = node.attributes
+    if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+        return None
+    if ctx.producer(node.inputs[1]) is not None:
+        return None
+    bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    return _nbits(plan, ctx, node, node.inputs[1], "nk" if a.get("transB", 0) else "kn", bias)
+
+
+def _nbits(plan: QuantPlan, ctx, node, weight: str, layout: str, bias: str | None = None):
+    """``node`` (computing x @ W [+ bias]) as MatMulNBits, when W is a 2-D float32 initializer."""
     from onnx import TensorProto
 
     g = ctx.g
-    b = node.inputs[1]
-    weight, layout = b, "kn"
-    producer = ctx.producer(b)
-    if producer is not None:
-        if producer.op_type != "Transpose" or producer.domain or \
-                list(producer.attributes.get("perm", [1, 0])) != [1, 0]:
-            return None
-        weight, layout = producer.inputs[0], "nk"
     value = g.constants.get(weight)
     if value is None or len(value.shape) != 2 or g.types.get(weight) != TensorProto.FLOAT:
         return None
     if g.types.get(node.inputs[0]) != TensorProto.FLOAT:
         return None
     n, k = value.shape if layout == "nk" else value.shape[::-1]
+    if bias is not None and (g.types.get(bias) != TensorProto.FLOAT or tuple(g.shapes.get(bias, ())) != (n,)):
+        return None
     q_name, s_name = f"{weight}_Q{plan.bits}", f"{weight}_scales"
-    if g.has_name(q_name):  # a second MatMul reading the weight: the same quantized parts
+    if g.has_name(q_name):  # a second node reading the weight: the same quantized parts
         if plan.layouts.get(q_name) != layout:
             return None
     else:
         _add_parts(plan, g, weight, value, layout, q_name, s_name, k, n)
         plan.layouts[q_name] = layout
     plan.rewritten += 1
-    return [ctx.node("MatMulNBits", [node.inputs[0], q_name, s_name], node.outputs, domain=MS_DOMAIN,
-                     K=int(k), N=int(n), bits=plan.bits, block_size=plan.block_size,
-                     accuracy_level=plan.accuracy_level)]
+    inputs = [node.inputs[0], q_name, s_name] + (["", "", bias] if bias else [])
+    return [ctx.node("MatMulNBits", inputs, node.outputs, domain=MS_DOMAIN, K=int(k), N=int(n),
+                     bits=plan.bits, block_size=plan.block_size, accuracy_level=plan.accuracy_level)]
 
 
 def _add_parts(plan: QuantPlan, g, weight: str, value, layout: str, q_name: str, s_name: str,
