@@ -7,6 +7,7 @@ import contextlib
 
 from tonnx._errors import ExportFailedError, TonnxError
 from tonnx.pipeline.capture import _dynamic_shapes
+from tonnx.pipeline.capture._export_failure import export_failure_message
 from tonnx.pipeline.capture._keyword_inputs import explicit_keyword_inputs
 
 #: Where tonnx.export_program keeps the user's dimension names on the program it returns.
@@ -61,8 +62,4 @@ def _torch_export(model, args, kwargs, dynamic_shapes, strict):
             model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict
         )
     except Exception as e:
-        raise ExportFailedError(
-            f"torch.export.export could not trace the model (this is torch.export's failure, "
-            f"not tonnx's; fix the model or the inputs, or pass an ExportedProgram): "
-            f"{type(e).__name__}: {e}"
-        ) from e
+        raise ExportFailedError(export_failure_message(e)) from e
