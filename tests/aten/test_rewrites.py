@@ -238,3 +238,63 @@ def test_rotary_not_theirs_stays_primitive(kwargs):
 def test_rotary_before_opset_23_stays_primitive():
     onx = check_model(Rope().eval(), _inputs(2, 5), target_opset=22, **STANDARD, **TOL)
     assert "RotaryEmbedding" not in _ops(onx) and "Neg" in _ops(onx)
+
+
+# -- the cache write: TensorScatter ---------------------------------------------------------------
+
+
+class CacheWrite(nn.Module):
+    """transformers' ``StaticLayer.update``: ``index_copy`` at ``arange(n) + start``."""
+
+    def __init__(self, dim: int = 2, index: str = "arange"):
+        super().__init__()
+        self.dim, self.index = dim, index
+
+    def forward(self, buffer, update, start):
+        n = update.shape[self.dim]
+        if self.index == "arange":
+            positions = torch.arange(n) + start
+        elif self.index == "reversed":
+            positions = torch.arange(n - 1, -1, -1) + start
+        else:  # every other slot
+            positions = torch.arange(n) * 2 + start
+        return buffer.index_copy(self.dim, positions, update)
+
+
+def _cache_inputs(batch, length, n, start, dim=2):
+    buffer, update = torch.randn(batch, 3, length, 4), torch.randn(batch, 3, n, 4)
+    if dim == 1:
+        buffer, update = torch.randn(batch, length, 3, 4), torch.randn(batch, n, 3, 4)
+    return buffer, update, torch.tensor(start)
+
+
+@given(batch=st.integers(1, 3), n=st.integers(1, 4), start=st.integers(0, 6), dim=st.sampled_from([1, 2]))
+def test_cache_write_becomes_tensor_scatter(batch, n, start, dim):
+    onx = check_model(CacheWrite(dim).eval(), _cache_inputs(batch, 10, n, start, dim), target_opset=24,
+                      **STANDARD, atol=0, rtol=0)
+    assert "TensorScatter" in _ops(onx) and "ScatterElements" not in _ops(onx)
+    (node,) = [n for n in onx.graph.node if n.op_type == "TensorScatter"]
+    assert {a.name: a.i for a in node.attribute}["axis"] == dim
+
+
+def test_cache_write_dynamic_shapes():
+    onx = check_model(
+        CacheWrite().eval(), _cache_inputs(2, 10, 3, 4), target_opset=26, **STANDARD, atol=0, rtol=0,
+        dynamic_shapes=({0: "batch", 2: "length"}, {0: "batch", 2: "n"}, None),
+        other_inputs=[_cache_inputs(3, 12, 2, 9), _cache_inputs(1, 5, 5, 0)],
+    )
+    assert "TensorScatter" in _ops(onx)
+
+
+@pytest.mark.parametrize(
+    "model, opset",
+    [(CacheWrite(), 23), (CacheWrite(index="reversed"), 24), (CacheWrite(index="strided"), 24), (CacheWrite(0), 24)],
+    ids=["opset23", "reversed", "strided", "batch_axis"],
+)
+def test_writes_that_are_not_tensor_scatter(model, opset):
+    """Before opset 24, an index that is not ``start + 0..n-1``, or the batch axis: ScatterElements."""
+    args = _cache_inputs(2, 10, 2, 1)
+    if model.dim == 0:
+        args = (torch.randn(6, 3), torch.randn(2, 3), torch.tensor(1))
+    onx = check_model(model.eval(), args, target_opset=opset, **STANDARD, atol=0, rtol=0)
+    assert "TensorScatter" not in _ops(onx) and "ScatterElements" in _ops(onx)

@@ -1,5 +1,5 @@
-"""The aten pack's rewrite rules: standard-domain fused ops (opset 23) where the
-converted graph spells out exactly their definition.
+"""The aten pack's rewrite rules: standard-domain fused ops (opset 23, TensorScatter 24)
+where the converted graph spells out exactly their definition.
 
 A model exported without the onnxruntime contrib pack then holds ``RMSNormalization`` and
 ``RotaryEmbedding`` where it held their primitive chains, and stays in the ``ai.onnx``
@@ -13,6 +13,7 @@ from tonnx.converters import RewriteRule
 
 from .rms_norm import rms_normalization
 from .rotary import partial_rotary_embedding, rotary_embedding
+from .tensor_scatter import tensor_scatter
 
 #: below the pack's 100, as its decomposition converters: a pack's own rules at the default
 #: priority run first and do not tie with these
@@ -22,4 +23,5 @@ REWRITES = (
     RewriteRule("rms_normalization", "Mul", rms_normalization, priority=PRIORITY),
     RewriteRule("rotary_embedding", "Add", rotary_embedding, priority=PRIORITY),
     RewriteRule("partial_rotary_embedding", "Concat", partial_rotary_embedding, priority=PRIORITY),
+    RewriteRule("tensor_scatter", "ScatterElements", tensor_scatter, priority=PRIORITY),
 )
