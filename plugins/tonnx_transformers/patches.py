@@ -3,8 +3,9 @@
 ``tonnx.to_onnx`` (and ``tonnx.export_program``, ``tonnx.export_patches``) enter
 :func:`export_patches` while the pack is enabled. Each part says which error it avoids:
 the cache classes as pytree nodes (``cache.py``), the eager experts loop over every
-expert (``eager_experts.py``) and FSMT's decoder padding mask as a tensor always
-(``padding_mask.py``). When ``transformers`` is not imported, nothing happens: the
+expert (``eager_experts.py``), FSMT's decoder padding mask as a tensor always
+(``padding_mask.py``) and FastSpeech2-Conformer's frame count read from its predicted
+durations (``frame_count.py``). When ``transformers`` is not imported, nothing happens: the
 pack costs an import of this module and nothing else.
 """
 
@@ -23,7 +24,8 @@ def export_patches() -> Iterator[None]:
         return
     from .cache import cache_nodes
     from .eager_experts import every_expert
+    from .frame_count import frames_from_durations
     from .padding_mask import padding_mask_always
 
-    with cache_nodes(), every_expert(), padding_mask_always():
+    with cache_nodes(), every_expert(), padding_mask_always(), frames_from_durations():
         yield
