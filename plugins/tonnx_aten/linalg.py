@@ -216,6 +216,33 @@ def aten_inner(g, sts, outputs, self, other):
     return aten_einsum(g, sts, outputs, equation, [self, other])
 
 
+def _trilinear_label(d: int) -> str:
+    return string.ascii_letters[d]
+
+
+# aten::_trilinear.default
+def aten__trilinear(g, sts, outputs, i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    "_trilinear(Tensor i1, Tensor i2, Tensor i3, int[] expand1, int[] expand2, int[] expand3, int[] sumdim, int unroll_dim=1) -> Tensor"
+    # torch: the three inputs unsqueezed at their expand dims, multiplied, summed over sumdim
+    # (bilinear: x1 (B, i), W (o, i, j), x2 (B, j) -> "ac,bcd,ad->ab"); unroll_dim only
+    # chooses torch's loop order
+    total = g.get_rank(i1) + len(expand1)
+    if total > len(string.ascii_letters):
+        raise UnsupportedError(f"_trilinear on {total} dimensions")
+    inputs = [(i1, set(expand1)), (i2, set(expand2)), (i3, set(expand3))]
+    kept = [d for d in range(total) if d not in set(sumdim)]
+    for d in range(total):
+        sizes = {g.get_shape(x)[sum(1 for e in range(d) if e not in ex)] for x, ex in inputs if d not in ex}
+        if len(sizes) > 1 or (not sizes and d in kept):
+            raise UnsupportedError(
+                f"_trilinear broadcasting dimension {d} (sizes {sorted(map(str, sizes))} in the inputs "
+                f"that keep it): Einsum needs equal sizes; call torch.einsum or broadcast explicitly."
+            )
+    specs = ["".join(_trilinear_label(d) for d in range(total) if d not in ex) for _, ex in inputs]
+    equation = ",".join(specs) + "->" + "".join(_trilinear_label(d) for d in kept)
+    return _product(g, "Einsum", [i1, i2, i3], sts.dtype, outputs=outputs, equation=equation)
+
+
 # -- distances ---------------------------------------------------------------------------------
 
 
@@ -380,6 +407,7 @@ def aten_logdet(g, sts, outputs, self):
 
 
 CONVERTERS = (
+    Converter("aten::_trilinear.default", aten__trilinear),
     Converter("aten::_linalg_slogdet.default", aten__linalg_slogdet),
     Converter("aten::linalg_slogdet.default", aten_linalg_slogdet),
     Converter("aten::logdet.default", aten_logdet),

@@ -11,6 +11,7 @@ import tonnx
 from tonnx.testing import check_model, check_op, op_module
 
 COVERS = {
+    "aten::_trilinear.default",
     "aten::_linalg_slogdet.default",
     "aten::linalg_slogdet.default",
     "aten::logdet.default",
@@ -313,3 +314,35 @@ def test_slogdet_refuses_what_det_cannot_give():
         tonnx.to_onnx(op_module(torch.logdet, 1), (torch.randn(47, 47),))
     with pytest.raises(tonnx.UnsupportedError, match="LU factors"):
         tonnx.to_onnx(op_module(lambda t: torch.ops.aten._linalg_slogdet(t)[2], 1), (torch.randn(3, 3),))
+
+
+@given(
+    batch=st.sampled_from([(), (0,), (3,), (2, 3)]),
+    in1=dims,
+    in2=dims,
+    out=dims,
+    bias=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.float16, torch.int64]),
+    seed=seeds,
+)
+def test_bilinear(batch, in1, in2, out, bias, dtype, seed):
+    """F.bilinear is torch's _trilinear(x1, W, x2, [1, 3], [0], [1, 2], [2, 3]): one Einsum."""
+    tensors = [make(seed, (*batch, in1), dtype), make(seed + 2, (*batch, in2), dtype), make(seed + 1, (out, in1, in2), dtype)]
+    if bias:
+        tensors.append(make(seed + 3, (out,), dtype))
+    # torch.export keeps bilinear; its decomposition reaches _trilinear
+    onx = check_op(torch.nn.functional.bilinear, tensors, expect_op="aten::bilinear.default", **tol(dtype))
+    assert "Einsum" in [n.op_type for n in onx.graph.node]
+
+
+@given(seed=seeds, dtype=st.sampled_from([torch.float32, torch.int64]))
+def test_trilinear_called_directly(seed, dtype):
+    """Three operands, a dimension expanded in two of them, a kept dimension summed in none."""
+    a, b, c = make(seed, (2, 3), dtype), make(seed + 1, (3, 4), dtype), make(seed + 2, (2, 4, 5), dtype)
+    # total dims (2, 3, 4, 5): a expands 2, 3; b expands 0, 3; c expands 1; sum over 1 and 2
+    check_op(
+        lambda a, b, c: torch.ops.aten._trilinear(a, b, c, [2, 3], [0, 3], [1], [1, 2]),
+        [a, b, c],
+        expect_op="aten::_trilinear.default",
+        **tol(dtype),
+    )
