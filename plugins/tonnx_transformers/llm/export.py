@@ -110,7 +110,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
         from tonnx import UnsupportedError
 
         raise UnsupportedError(
-            f"--precision {spec.name}: no linear layer of {type(src.model).__name__} is a MatMul "
+            f"--precision {spec.name}: no linear layer of {type(src.model).__name__} is a MatMul or Gemm "
             f"with a 2-D float32 weight, so nothing would be quantized; the folder is not written."
         )
     return onx
