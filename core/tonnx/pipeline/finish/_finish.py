@@ -4,6 +4,7 @@ stamped with the metadata that says how it was made."""
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 
 
 def finish_graph(g, ep, interpreter, registry, config, manager, *, optimize: bool, validate: bool, record=None) -> None:
@@ -55,11 +56,15 @@ def apply_pack_rewrites(g, registry, config) -> None:
     rules = enabled_rules(registry, config)
     if not rules:
         return
-    fired = apply_rewrites(g, rules)
+    fired = Counter()
+    for graph in (g, *g.functions.values()):  # local functions' bodies are rewritten too
+        fired_here = apply_rewrites(graph, rules)
+        if fired_here:
+            graph.remove_identity_nodes()  # rules alias a result through Identity
+            graph.eliminate_common_subexpressions()
+            graph.remove_unused()
+            fired.update(fired_here)
     if fired:
-        g.remove_identity_nodes()  # rules alias a result through Identity
-        g.eliminate_common_subexpressions()
-        g.remove_unused()
         g.metadata_props["pkg.tonnx.rewrites"] = ", ".join(f"{k} x{v}" for k, v in sorted(fired.items()))
 
 
