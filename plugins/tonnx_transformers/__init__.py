@@ -2,8 +2,10 @@
 
 - **Export patches** (``patches.py``), entered around ``torch.export``: the cache classes
   (``DynamicCache``, ``EncoderDecoderCache``) flatten into tensors named
-  ``past_key_values.{i}.key`` / ``present.{i}.key``, and the eager experts loop of
-  mixture-of-experts models runs over every expert.
+  ``past_key_values.{i}.key`` / ``present.{i}.key``, the eager experts loop of
+  mixture-of-experts models runs over every expert, and two models' data-dependent
+  branches are written without the branch (FSMT's padding mask, FastSpeech2-Conformer's
+  frame count).
 - **Converters** (``moe.py``) for the ops transformers registers under
   ``torch.ops.transformers``: ``transformers::grouped_mm_fallback``, which transformers 5
   runs for mixture-of-experts layers (Mixtral, Qwen3-MoE, DeepSeek-V3, ...) whenever torch's
@@ -55,7 +57,10 @@ def tonnx_pack() -> PackSpec:
         load=_load,
         version=__version__,
         priority=100,
-        description="transformers models: cache pytree nodes, eager experts, transformers::grouped_mm_fallback",
+        description=(
+            "transformers models: cache pytree nodes, eager experts, FSMT/FastSpeech2 export "
+            "patches, transformers::grouped_mm_fallback"
+        ),
         export_patches=_export_patches,
         commands=_commands,
     )

@@ -37,8 +37,10 @@ def test_data_dependent_branch_names_the_line_and_the_way_around():
         tonnx.to_onnx(BranchesOnValues(), (torch.randn(2, 3),))
     message = str(info.value)
     line = _line(BranchesOnValues.forward, "if (x > 0).any()")
-    assert message.startswith(f"torch.export stopped at {__file__}:{line} in forward: `if (x > 0).any():")
-    assert "torch.where, torch.cond" in message and "export_patches" in message and "draft_export" in message
+    where = f"{__file__}:{line} in forward: `if (x > 0).any():"
+    assert message.startswith(f"torch.export stopped at {where}")
+    assert "torch.where, torch.cond" in message and "export_patches" in message
+    assert "draft_export" in message
     assert "torch.export's error: GuardOnDataDependentSymNode" in message
 
 

@@ -37,7 +37,8 @@ def _model() -> torch.nn.Module:
         encoder_num_attention_heads=2, decoder_num_attention_heads=2,
         encoder_linear_units=24, decoder_linear_units=24, num_mel_bins=8,
         speech_decoder_postnet_layers=1, speech_decoder_postnet_units=16,
-        **{f"{p}_predictor_{k}": v for p in ("duration", "pitch", "energy") for k, v in sizes.items()},
+        **{f"{p}_predictor_{k}": v for p in ("duration", "pitch", "energy")
+           for k, v in sizes.items()},
     )
     return Spectrogram(transformers.FastSpeech2ConformerModel(config).eval())
 
@@ -60,7 +61,7 @@ def test_fastspeech2_conformer_exports_with_eagers_numbers():
         np.testing.assert_array_equal(got[1], durations.numpy())
         diffs.append(float(np.abs(got[0] - spectrogram.numpy()).max()))
         frames |= set(durations.sum(1).tolist())
-    print(f"\n[fastspeech2_conformer] frames per row {sorted(frames)}, max abs diff {max(diffs):.3g}")
+    print(f"\n[fastspeech2_conformer] frames {sorted(frames)}, max abs diff {max(diffs):.3g}")
     assert len(frames) > 3  # other counts than the one traced with
     assert max(diffs) <= 1e-4
 
@@ -74,12 +75,13 @@ def test_without_the_patch_torch_export_fails():
 def test_length_regulator_is_eagers(speed):
     gen = torch.Generator().manual_seed(0)
     embeddings = torch.randn(3, 5, 4, generator=gen)
-    for durations in (torch.randint(0, 4, (3, 5), generator=gen), torch.zeros(3, 5, dtype=torch.int64)):
+    zeros = torch.zeros(3, 5, dtype=torch.int64)
+    for durations in (torch.randint(0, 4, (3, 5), generator=gen), zeros):
         durations[1] = 0  # a row of no frame
         theirs, ours = durations.clone(), durations.clone()
         expected = modeling.length_regulator(embeddings, theirs, speed)
         assert torch.equal(frame_count.length_regulator(embeddings, ours, speed), expected)
-        assert torch.equal(ours, theirs)  # the all-zero case writes the durations in place, as eager
+        assert torch.equal(ours, theirs)  # all zero: the durations written in place, as eager
 
 
 def test_patch_scope():
@@ -95,4 +97,5 @@ def test_patch_scope():
         # a length known from the shapes runs the module's own code
         x = torch.randn(2, 3, 5, 9)
         assert torch.equal(attention.shift_relative_position_tensor(None, x), before[2](None, x))
-    assert (modeling.length_regulator, encoding.forward, attention.shift_relative_position_tensor) == before
+    after = (modeling.length_regulator, encoding.forward, attention.shift_relative_position_tensor)
+    assert after == before

@@ -70,4 +70,5 @@ def _framework(filename: str) -> bool:
         sysconfig.get_paths()["stdlib"],
     )
     path = os.path.abspath(filename)
-    return filename.startswith("<") or any(path.startswith(os.path.abspath(r) + os.sep) for r in roots)
+    inside = any(path.startswith(os.path.abspath(r) + os.sep) for r in roots)
+    return filename.startswith("<") or inside
