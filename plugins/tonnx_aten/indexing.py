@@ -392,7 +392,9 @@ def _scatter_along(g, sts, outputs, self, dim, rank, index, source, source_rank,
     if source_rank < rank:
         source = g.op.Unsqueeze(source, _ints([dim]))
     source = cast(g, source, sts.dtype)
-    if alpha != 1:
+    if alpha != 1 and sts.dtype == _BOOL:  # alpha=False: bool has no Mul
+        source = g.op.And(source, np.array(bool(alpha)))
+    elif alpha != 1:
         source = g.op.Mul(source, operand(g, alpha, sts.dtype))
     positions = g.op.Expand(_along(g, index, dim, rank), g.op.Shape(source))
     return _scatter(g, "ScatterElements", self, positions, source, reduction, outputs, axis=dim)

@@ -421,6 +421,21 @@ def test_index_copy_add_fill(key, shape, data, dtype, seed):
     )
 
 
+@given(shape=st.lists(dims, min_size=0, max_size=2), alpha=st.booleans(), seed=seeds)
+def test_index_add_of_bools(shape, alpha, seed):
+    """bool index_add ORs ``source and alpha`` in (alpha=False: no Mul for bool)."""
+    size = shape[0] if shape else 1
+    index = torch.randperm(size, generator=torch.Generator().manual_seed(seed))
+
+    def fn(x, i, s):  # a 0-d self comes squeezed from (1,): tonnx.testing feeds 0-d as (1,)
+        if not shape:
+            return x[0].index_add(0, i, s[0], alpha=alpha).unsqueeze(0)
+        return x.index_add(0, i, s, alpha=alpha)
+
+    tensors = [make(seed, shape or [1], torch.bool), index, make(seed + 1, shape or [1], torch.bool)]
+    check_op(fn, tensors, expect_op="aten::index_add.default")
+
+
 @pytest.mark.parametrize("key", sorted(INDEX_OPS))
 @given(
     dim=st.sampled_from([0, -1]),
