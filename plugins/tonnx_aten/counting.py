@@ -2,8 +2,8 @@
 
 Counts are accumulated with ``ScatterElements(reduction="add")`` (linear in the input, no
 one-hot), in the order torch's CPU kernels add them. Each converter follows the kernel's
-arithmetic step by step where it decides a bin (histc), and refuses what onnxruntime
-cannot reproduce exactly (float unique: NaN ordering).
+arithmetic step by step where it decides a bin (histc); float unique is a stable sort
+rather than ONNX ``Unique`` (which orders NaN unlike torch).
 """
 
 from __future__ import annotations
@@ -158,19 +158,54 @@ def aten__unique2(g, sts, outputs, self, sorted=True, return_inverse=False, retu
     "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)"
     elem = g.get_type(self)
     # sorted=False: torch's CPU kernel sorts anyway ("always sort ... faster than hash table")
-    if elem not in (INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8, TensorProto.UINT8, BOOL):
-        raise UnsupportedError(
-            f"unique of element type {elem}: onnxruntime's Unique orders NaN differently from "
-            f"torch; integer and bool inputs are converted"
-        )
-    flat = g.op.Reshape(cast(g, self, INT64), _i64(-1))
-    values, _first, inverse, counts = g.op.Unique(flat, sorted=1, outputs=4)
+    if elem in (INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8, TensorProto.UINT8, BOOL):
+        flat = g.op.Reshape(cast(g, self, INT64), _i64(-1))
+        values, _first, inverse, counts = g.op.Unique(flat, sorted=1, outputs=4)
+        values = g.op.Cast(values, to=elem)
+    elif elem in _FLOATS or elem in (TensorProto.FLOAT16, TensorProto.BFLOAT16):
+        values, inverse, counts = _unique_floats(g, g.op.Reshape(self, _i64(-1)))
+    else:
+        raise UnsupportedError(f"unique of ONNX element type {elem}")
     results = (
-        g.op.Cast(values, to=elem),
+        values,
         g.op.Reshape(inverse, g.op.Shape(self)) if return_inverse else _empty(g),
         counts if return_counts else _empty(g),
     )
     return tuple(g.op.Identity(r, outputs=[o]) if o else "" for r, o in zip(results, outputs))
+
+
+def _stable_order(g, key: str) -> str:
+    """The permutation sorting ``key`` ascending, equal keys in input order (TopK's ties)."""
+    _, order = g.op.TopK(key, g.op.Shape(key), largest=0, sorted=1, outputs=2)
+    return order
+
+
+def _unique_floats(g, flat: str) -> tuple[str, str, str]:
+    """torch's unique of floats: a stable sort, then one entry per run of equal values.
+
+    ONNX ``Unique`` orders NaN unlike torch; here NaN != NaN keeps every NaN its own entry,
+    after every number, in input order (as torch's sort puts them), and each entry is the
+    first of its run in input order (torch keeps 0.0 or -0.0, whichever comes first).
+    """
+    wide = cast(g, flat, TensorProto.DOUBLE if g.get_type(flat) == TensorProto.DOUBLE else TensorProto.FLOAT)
+    nan = g.op.IsNaN(wide)
+    # by value (NaN as +inf, tied with inf in input order), then NaN last keeping that order
+    by_value = _stable_order(g, g.op.Where(nan, operand(g, float("inf"), g.get_type(wide)), wide))
+    by_nan = _stable_order(g, g.op.Cast(g.op.Gather(nan, by_value, axis=0), to=TensorProto.FLOAT))
+    order = g.op.Gather(by_value, by_nan, axis=0)
+    ordered = g.op.Gather(wide, order, axis=0)
+    previous = g.op.Slice(ordered, _i64(0), _i64(-1), _i64(0))
+    starts = g.op.Concat(
+        g.op.Slice(g.op.Expand(np.array(True), g.op.Shape(ordered)), _i64(0), _i64(1), _i64(0)),
+        g.op.Not(g.op.Equal(g.op.Slice(ordered, _i64(1), _i64(2**62), _i64(0)), previous)),
+        axis=0,
+    )
+    group = g.op.Sub(g.op.CumSum(g.op.Cast(starts, to=INT64), _i64(0)), _i64(1))
+    values = g.op.Gather(flat, g.op.Compress(order, starts, axis=0), axis=0)
+    inverse = g.op.ScatterElements(g.op.Expand(_i64(0), g.op.Shape(flat)), order, group, axis=0)
+    ones = g.op.Expand(_i64(1), g.op.Shape(flat))
+    counts = g.op.ScatterElements(_zeros(g, g.op.Shape(values), INT64), group, ones, axis=0, reduction="add")
+    return values, inverse, counts
 
 
 def _empty(g) -> str:

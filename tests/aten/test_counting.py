@@ -114,9 +114,25 @@ def test_unique(shape, dtype, seed):
     )
 
 
-def test_unique_of_floats_is_refused():
-    with pytest.raises(tonnx.UnsupportedError, match="NaN"):
-        check_op(torch.unique, [torch.rand(4)], expect_op="aten::_unique2.default")
+@given(
+    shape=st.sampled_from([(9,), (3, 4), (0,), (1,)]),
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.float16, torch.bfloat16]),
+    seed=st.integers(0, 1000),
+)
+def test_unique_of_floats(shape, dtype, seed):
+    """Few distinct values with NaN (each its own entry, last, in input order), +-inf and
+    +-0 (the first of them in the input is kept: 1 / value tells which)."""
+    pool = torch.tensor([float("nan"), -0.0, 0.0, 1.5, -2.0, float("inf"), -float("inf")], dtype=dtype)
+    x = pool[torch.randint(0, len(pool), shape, generator=_gen(seed))]
+    check_op(lambda t: torch.unique(t), [x], expect_op="aten::_unique2.default", runtime="reference" if dtype == torch.bfloat16 else "onnxruntime")
+    if dtype == torch.bfloat16:
+        return
+    check_op(lambda t: 1.0 / torch.unique(t, sorted=False), [x], expect_op="aten::_unique2.default")
+    check_op(
+        lambda t: torch.unique(t, return_inverse=True, return_counts=True),
+        [x],
+        expect_op="aten::_unique2.default",
+    )
 
 
 @given(right=st.booleans(), out_int32=st.booleans(), seed=st.integers(0, 1000))
