@@ -298,3 +298,41 @@ def test_writes_that_are_not_tensor_scatter(model, opset):
         args = (torch.randn(6, 3), torch.randn(2, 3), torch.tensor(1))
     onx = check_model(model.eval(), args, target_opset=opset, **STANDARD, atol=0, rtol=0)
     assert "TensorScatter" not in _ops(onx) and "ScatterElements" in _ops(onx)
+
+
+# -- repeat_kv before Attention -------------------------------------------------------------------
+
+
+def repeat_kv(x, n_rep: int):
+    b, h, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)
+
+
+class GroupedAttention(nn.Module):
+    """transformers' sdpa attention: repeat_kv, then scaled_dot_product_attention with a mask."""
+
+    def __init__(self, heads: int, kv_heads: int):
+        super().__init__()
+        self.rep = heads // kv_heads
+
+    def forward(self, q, k, v, mask):
+        k, v = repeat_kv(k, self.rep), repeat_kv(v, self.rep)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@given(heads_kv=st.sampled_from([(4, 2), (4, 1), (6, 3), (8, 2)]), seq=st.integers(1, 5), past=st.integers(0, 4))
+def test_repeat_kv_folds_into_attention(heads_kv, seq, past):
+    heads, kv_heads = heads_kv
+    total = seq + past
+    q, k, v = torch.randn(2, heads, seq, 8), torch.randn(2, kv_heads, total, 8), torch.randn(2, kv_heads, total, 8)
+    mask = torch.randn(2, 1, seq, total)
+    onx = check_model(GroupedAttention(heads, kv_heads).eval(), (q, k, v, mask), target_opset=23, **STANDARD, **TOL)
+    assert _ops(onx) == ["Attention"]
+    assert "aten:attention_repeat_kv" in _rewrites(onx)
+
+
+def test_repeat_kv_before_opset_23_stays():
+    q, k, v = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 3, 8), torch.randn(2, 2, 3, 8)
+    onx = check_model(GroupedAttention(4, 2).eval(), (q, k, v, torch.randn(2, 1, 3, 3)), target_opset=22,
+                      **STANDARD, **TOL)
+    assert "Expand" in _ops(onx) and "Attention" not in _ops(onx)

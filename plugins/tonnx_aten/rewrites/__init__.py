@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tonnx.converters import RewriteRule
 
+from .attention import attention_repeat_kv
 from .rms_norm import rms_normalization
 from .rotary import partial_rotary_embedding, rotary_embedding
 from .tensor_scatter import tensor_scatter
@@ -24,4 +25,5 @@ REWRITES = (
     RewriteRule("rotary_embedding", "Add", rotary_embedding, priority=PRIORITY),
     RewriteRule("partial_rotary_embedding", "Concat", partial_rotary_embedding, priority=PRIORITY),
     RewriteRule("tensor_scatter", "ScatterElements", tensor_scatter, priority=PRIORITY),
+    RewriteRule("attention_repeat_kv", "Attention", attention_repeat_kv, priority=PRIORITY),
 )
