@@ -643,14 +643,16 @@ def _onnx_scales(sizes: list, out: list, scales: list) -> np.ndarray:
     """float32 Resize scales giving torch's output sizes (floor(size * scale) in float32).
 
     A scale factor such as 0.7 rounds below 0.7 in float32, so floor(10 * 0.7f) would be 6;
-    the next float32 up keeps torch's 7 (torch's own 1/scale is float32 too).
+    the next float32 up keeps torch's 7 (torch's own 1/scale is float32 too). The size must
+    come out of the float32 product (onnxruntime) and of the exact one (onnx's shape
+    inference): 20 * 0.9f is 18 in float32, 17.99999 exactly.
     """
     result = []
     for size, o, scale in zip(sizes, out, scales):
         value = np.float32(scale)
         if type(size) is int and type(o) is int:
             for _ in range(4):
-                if int(np.float32(size) * value) == o:
+                if int(np.float32(size) * value) == o and math.floor(size * float(value)) == o:
                     break
                 value = np.nextafter(value, np.float32(np.inf), dtype=np.float32)
             else:

@@ -539,6 +539,16 @@ def test_upsample_bilinear_antialiased_default(data):
     check_op(lambda x: op(x, out, False, *scales), [x], expect_op="aten::_upsample_bilinear2d_aa.default")
 
 
+@pytest.mark.parametrize("antialias", [False, True])
+def test_upsample_bilinear_scale_rounding_below_the_size(antialias):
+    """20 * 0.9f is 18 in float32 but 17.99999 exactly: the Resize scale must give 18 both ways."""
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=(1.7, 0.9), mode="bilinear", antialias=antialias),
+        [make(0, (1, 3, 10, 20))],
+        expect_op="aten::_upsample_bilinear2d_aa.vec" if antialias else "aten::upsample_bilinear2d.vec",
+    )
+
+
 @pytest.mark.parametrize("size", [(8, 8), (3, 5)])
 def test_upsample_bilinear_antialiased_align_corners_is_refused(size):
     """torch's antialiased align_corners mapping has no ONNX Resize mode: refused, not approximated."""
