@@ -1,0 +1,122 @@
+"""Decode and prefill speed of ``tonnx export-llm`` against onnxruntime-genai's builder (issue 18 s3).
+
+    python tests/bench/bench_llm_decode.py                        # fp32 and int4, 3 rounds
+    python tests/bench/bench_llm_decode.py --rounds 5 --keep /tmp/llm-decode
+
+The random Llama of ``bench_llm_precision.py`` (4 layers, hidden 512, vocab 32000; context
+1024 here so a 512-token prompt fits) is exported by both exporters at each precision. All
+folders run in this one process through onnxruntime_genai, interleaved (tonnx, builder,
+tonnx, builder, ...) so background load hits both alike; the median over rounds is printed.
+Decode: a 64-token prompt, 128 greedy new tokens, batch 1; the time per new token after the
+first (the first ``generate_next_token`` runs the prefill). Prefill: the first
+``generate_next_token`` after appending a 512-token prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bench_llm_precision  # noqa: E402
+
+CONFIG = {**bench_llm_precision.CONFIG, "max_position_embeddings": 1024}
+PROMPT, NEW, LONG = 64, 128, 512
+
+
+def save_llama(folder: str) -> None:
+    bench_llm_precision.CONFIG = CONFIG
+    bench_llm_precision.save_llama(folder)
+
+
+def export(source: str, root: str, who: str, precision: str) -> str:
+    out = os.path.join(root, f"{who}-{precision}")
+    if os.path.isdir(out):
+        return out
+    if who == "tonnx":
+        command = ["tonnx", "export-llm", source, "-o", out, "--precision", precision, "-q"]
+    else:
+        command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", source, "-o", out,
+                   "-p", precision, "-e", "cpu", "-c", os.path.join(root, "cache")]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+def prompt_ids(n: int) -> np.ndarray:
+    return ((np.arange(n, dtype=np.int64) * 7919 + 11) % CONFIG["vocab_size"]).astype(np.int32)[None]
+
+
+def decode(og, model) -> float:
+    """Seconds per new token after the first, prompt PROMPT, NEW greedy tokens."""
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=PROMPT + NEW, min_length=PROMPT + NEW, do_sample=False)
+    generator = og.Generator(model, params)
+    generator.append_tokens(prompt_ids(PROMPT))
+    generator.generate_next_token()  # prefill
+    start, steps = time.perf_counter(), 0
+    while not generator.is_done():
+        generator.generate_next_token()
+        steps += 1
+    return (time.perf_counter() - start) / steps
+
+
+def prefill(og, model) -> float:
+    """Seconds of the first step after appending a LONG-token prompt."""
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=LONG + 1, do_sample=False)
+    generator = og.Generator(model, params)
+    start = time.perf_counter()
+    generator.append_tokens(prompt_ids(LONG))
+    generator.generate_next_token()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "int4"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    root = args.keep or tempfile.mkdtemp(prefix="bench-llm-decode-")
+    source = os.path.join(root, "llama")
+    if not os.path.isdir(source):
+        save_llama(source)
+    folders = {(who, p): export(source, root, who, p)
+               for p in args.precisions for who in ("tonnx", "builder")}
+
+    import onnxruntime_genai as og
+
+    models = {key: og.Model(folder) for key, folder in folders.items()}
+    for model in models.values():  # warm-up: first runs allocate
+        decode(og, model), prefill(og, model)
+    times: dict = {key: {"decode": [], "prefill": []} for key in models}
+    for _ in range(args.rounds):
+        for key, model in models.items():  # interleaved: tonnx, builder, tonnx, builder...
+            times[key]["decode"].append(decode(og, model))
+            times[key]["prefill"].append(prefill(og, model))
+    print(f"load average (uptime): {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"rounds {args.rounds}, median")
+    print(f"{'precision':<10}{'decode ms/token':>32}{'prefill 512 ms':>32}")
+    print(f"{'':<10}{'tonnx':>11}{'builder':>11}{'ratio':>10}{'tonnx':>11}{'builder':>11}{'ratio':>10}")
+    for p in args.precisions:
+        row = f"{p:<10}"
+        for what in ("decode", "prefill"):
+            t, b = (statistics.median(times[(w, p)][what]) * 1e3 for w in ("tonnx", "builder"))
+            row += f"{t:>11.2f}{b:>11.2f}{t / b:>10.2f}"
+        print(row)
+    print(json.dumps({f"{w}-{p}": {k: [round(x * 1e3, 3) for x in v] for k, v in d.items()}
+                      for (w, p), d in times.items()}))
+
+
+if __name__ == "__main__":
+    main()
