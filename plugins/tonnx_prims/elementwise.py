@@ -19,6 +19,8 @@ from onnx import TensorProto
 from tonnx import Converter, UnsupportedError
 from tonnx.converters import cast, is_float, numpy_dtype, operand, quadrant_atan, trunc
 
+from . import _special
+
 BOOL = TensorProto.BOOL
 FLOAT = TensorProto.FLOAT
 INT32 = TensorProto.INT32
@@ -342,6 +344,47 @@ def prims_isfinite(g, sts, outputs, self):
     return g.op.Not(g.op.Or(g.op.IsNaN(x), g.op.IsInf(x)), outputs=outputs)
 
 
+# prims::signbit.default
+def prims_signbit(g, sts, outputs, self):
+    "signbit(Tensor self) -> Tensor"
+    # eager returns bool, torch's meta function the input's dtype: the graph holds the latter
+    elem = _operand_type(g, self)
+    if elem == BOOL:
+        negative = g.op.Expand(np.array(False), g.op.Shape(self))
+    elif not is_float(elem):
+        negative = g.op.Less(self, _const(0, elem))
+    elif g.main_opset < 26:
+        raise UnsupportedError(
+            "prims.signbit of a floating tensor below opset 26: no ONNX op before BitCast "
+            "(opset 26) reads the sign bit of a NaN (torch.signbit(0.0 / 0.0) is True on x86). "
+            "Export with target_opset=26, or compare with zero (x < 0) when NaN cannot occur."
+        )
+    else:
+        width = {TensorProto.DOUBLE: TensorProto.INT64, FLOAT: TensorProto.INT32}.get(elem, TensorProto.INT16)
+        negative = g.op.Less(g.op.BitCast(self, to=width), _const(0, width))
+    return g.op.Cast(negative, to=sts.dtype, outputs=outputs)
+
+
+def _float64_formula(g, sts, outputs, self, name: str, build) -> str:
+    """``build(g, x)`` on the input widened to float64, rounded once to the result type."""
+    elem = _float_only(sts, name)
+    return _finish(g, build(g, cast(g, self, TensorProto.DOUBLE)), elem, outputs)
+
+
+# prims::erfcx.default
+def prims_erfcx(g, sts, outputs, self):
+    "erfcx(Tensor self) -> Tensor"
+    # float64 series and continued fraction; measured error in _special's docstring
+    return _float64_formula(g, sts, outputs, self, "erfcx", _special.erfcx)
+
+
+# prims::erf_inv.default
+def prims_erf_inv(g, sts, outputs, self):
+    "erf_inv(Tensor self) -> Tensor"
+    # torch's initial approximation and two Newton steps in float64; error in _special
+    return _float64_formula(g, sts, outputs, self, "erf_inv", _special.erfinv)
+
+
 # -- binary arithmetic ------------------------------------------------------------------------
 
 
@@ -582,6 +625,9 @@ CONVERTERS = (
     Converter("prims::log1p.default", prims_log1p),
     Converter("prims::sign.default", prims_sign),
     Converter("prims::isfinite.default", prims_isfinite),
+    Converter("prims::signbit.default", prims_signbit),
+    Converter("prims::erfcx.default", prims_erfcx),
+    Converter("prims::erf_inv.default", prims_erf_inv),
     Converter("prims::add.default", prims_add),
     Converter("prims::sub.default", prims_sub),
     Converter("prims::mul.default", prims_mul),

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tonnx.testing import check_op
+import tonnx
+from tonnx.testing import check_op, run_onnxruntime
 
 P = torch.ops.prims
 
@@ -73,6 +75,9 @@ COVERS = {
     "prims::gt.default",
     "prims::ge.default",
     "prims::where.default",
+    "prims::signbit.default",
+    "prims::erfcx.default",
+    "prims::erf_inv.default",
 }
 
 FLOATS = [torch.float32, torch.float64, torch.float16]
@@ -276,3 +281,53 @@ def test_bfloat16(shape, seed):
 
     keys = _keys([*names, *unary, "lt"])
     check_op(model, [a, b], expect_op=keys, runtime="reference", atol=1e-2, rtol=1e-2)
+
+
+# -- signbit, erfcx, erf_inv ------------------------------------------------------------------
+
+
+@given(shape=shapes, dtype=st.sampled_from([*INTS, torch.int8, torch.uint8, torch.bool]), seed=seeds)
+def test_signbit_of_integers(shape, dtype, seed):
+    x = make(seed, shape, dtype, -50, 50) if dtype != torch.uint8 else make(seed, shape, dtype, 0, 250)
+    # eager's bool, the graph's (meta) int: compared as int32
+    check_op(lambda t: P.signbit(t).to(torch.int32) * 2, [x], expect_op="prims::signbit.default")
+
+
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), seed=seeds)
+def test_signbit_of_floats_at_opset_26(shape, dtype, seed):
+    """BitCast reads the sign bit: -0.0, -inf and a negative NaN (x86's 0/0) included."""
+    x = with_specials(make(seed, shape, dtype), seed)
+    if x.numel() > 1:
+        x.reshape(-1)[-1] = torch.tensor(0.0, dtype=dtype) / 0.0  # the sign bit set on x86
+    check_op(lambda t: P.signbit(t).to(torch.int32) * 2, [x], expect_op="prims::signbit.default", target_opset=26)
+
+
+def test_signbit_of_floats_below_opset_26_is_refused():
+    with pytest.raises(tonnx.UnsupportedError, match="opset 26"):
+        check_op(P.signbit, [torch.tensor([1.0, -0.0])], expect_op="prims::signbit.default")
+
+
+@given(shape=shapes, dtype=st.sampled_from([torch.float32, torch.float64]), seed=seeds)
+def test_erfcx(shape, dtype, seed):
+    x = with_specials(make(seed, shape, dtype, -9, 30), seed)
+    check_op(P.erfcx, [x], expect_op="prims::erfcx.default", **tol(dtype))
+
+
+@given(shape=shapes, dtype=st.sampled_from(FLOATS), seed=seeds)
+def test_erf_inv(shape, dtype, seed):
+    x = make(seed, shape, dtype, -1.2, 1.2)
+    if x.numel() > 3:
+        x.reshape(-1)[:3] = torch.tensor([1.0, -1.0, math.nan])
+    check_op(P.erf_inv, [x], expect_op="prims::erf_inv.default", **tol(dtype))
+
+
+def test_erfcx_and_erf_inv_errors_as_documented():
+    """The figures of tonnx_prims._special's docstring, measured on dense float64 grids."""
+    x = torch.cat([torch.linspace(-26, 30, 100_001, dtype=torch.float64), torch.logspace(0, 4, 100_000, dtype=torch.float64)])
+    y = torch.linspace(-1, 1, 200_001, dtype=torch.float64)[1:-1]
+    model = check_op(lambda a, b: (P.erfcx(a), P.erf_inv(b)), [x, y], expect_op=["prims::erfcx.default"], atol=0, rtol=1e-12)
+    got = run_onnxruntime(model, [x, y])
+    erfcx_error = np.max(np.abs(got[0] - P.erfcx(x).numpy()) / P.erfcx(x).numpy())
+    erfinv_error = np.max(np.abs(got[1] - P.erf_inv(y).numpy()))
+    print(f"\nerfcx max relative error {erfcx_error:.2g}, erfinv max absolute error {erfinv_error:.2g}")
+    assert erfcx_error < 3e-13 and erfinv_error < 1e-12
