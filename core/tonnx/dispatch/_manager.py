@@ -288,6 +288,13 @@ class PackManager:
         for key, count in sorted(missing.items()):
             hint = self.disabled_handlers(key, enabled, registry.extra_specs)
             lines.append(f"  {key} ({count} node{'s' if count > 1 else ''}){hint}")
+        if any(key.startswith("torch._functorch") or "flat_apply" in key for key in missing):
+            lines.append(
+                "torch._functorch.* ops (and flat_apply) are a torch.vmap / torch.func region "
+                "torch.export left in the graph: rewrite it with batched tensor ops (a leading "
+                "batch dimension, broadcasting, torch.bmm/einsum) or lower it first with "
+                "ep.run_decompositions()."
+            )
         lines.append(f"Packs searched (opset {registry.opset}): {enabled or 'none'}.")
         if self.failures:
             lines.append(f"Packs that failed to load: {self.failures}.")

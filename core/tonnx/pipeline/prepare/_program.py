@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from tonnx.pipeline.prepare import _mutations
+from tonnx.pipeline.prepare import _functorch, _mutations
 
 
 def prepare_program(ep, dispatcher, opsets: dict[str, int]):
     """(program, manager, registry, config): a program whose mutations torch.export left
-    unfunctionalized is functionalized; the registry of the enabled packs is built for the
+    unfunctionalized is functionalized, one with torch.vmap regions lowered; the registry of the enabled packs is built for the
     main opset, and each pack's own domains join ``opsets`` (in place)."""
     from tonnx.dispatch._manager import default_manager
 
     if _mutations.needs_functionalization(ep.graph):
         ep = ep.run_decompositions({})
+    if _functorch.has_functorch_ops(ep.graph_module):
+        ep = _functorch.lower_functorch(ep)
     manager = default_manager()
     registry = manager.registry(opsets[""], dispatcher)
     config = manager.pack_config(dispatcher)
