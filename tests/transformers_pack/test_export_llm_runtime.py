@@ -52,7 +52,8 @@ def test_standard_domain_only_with_the_fused_standard_ops(exported):
 
 def test_genai_greedy_tokens_equal_transformers(exported):
     og = pytest.importorskip(
-        "onnxruntime_genai", reason="onnxruntime-genai is not installed (pip install -e '.[test]' installs it)"
+        "onnxruntime_genai",
+        reason="onnxruntime-genai is not installed (pip install -e '.[test]' installs it)",
     )
     out, model = exported
     n = 16

@@ -21,7 +21,8 @@ def enabled_rules(registry, config) -> list[tuple[str, RewriteRule]]:
             continue
         priority = config.priority_of(name, spec.priority)
         for rule in _load(name, spec):
-            shifted = priority if rule.priority is None else rule.priority + priority - spec.priority
+            shift = priority - spec.priority
+            shifted = priority if rule.priority is None else rule.priority + shift
             ranked.append((shifted, name, rule))
     ranked.sort(key=lambda item: item[0], reverse=True)
     _check_ties(ranked)
@@ -40,7 +41,10 @@ def _load(name: str, spec) -> tuple[RewriteRule, ...]:
                 f"tonnx.converters.RewriteRule records with a callable apply."
             )
         if rule.priority is not None and type(rule.priority) is not int:
-            raise PackLoadError(f"Pack {name!r}: rewrite rule {rule.name!r} has priority {rule.priority!r}; give an int or None.")
+            raise PackLoadError(
+                f"Pack {name!r}: rewrite rule {rule.name!r} has priority {rule.priority!r}; "
+                f"give an int or None."
+            )
     return rules
 
 

@@ -19,7 +19,8 @@ def _unrepeated(ctx, wide_name: str, heads):
     if unsq is None or ints(ctx, unsq.inputs[1]) not in ([2], [-3]):
         return None
     kv = unsq.inputs[0]
-    kv_shape, e_shape, w_shape = shape(ctx, kv), shape(ctx, expand.outputs[0]), shape(ctx, wide_name)
+    kv_shape, w_shape = shape(ctx, kv), shape(ctx, wide_name)
+    e_shape = shape(ctx, expand.outputs[0])
     if kv_shape is None or e_shape is None or w_shape is None or len(kv_shape) != 4:
         return None
     b, hkv, s, h = kv_shape

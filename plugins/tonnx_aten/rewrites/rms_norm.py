@@ -31,7 +31,8 @@ def _normalized(ctx, name: str):
     square, x = _square(ctx, mean.inputs[0]), div.inputs[0]
     if square is None or square.inputs[0] != x:
         return None
-    if not only_read_by_pattern(ctx, square.outputs[0], mean.outputs[0], add.outputs[0], sqrt.outputs[0]):
+    chain = (square.outputs[0], mean.outputs[0], add.outputs[0], sqrt.outputs[0])
+    if not only_read_by_pattern(ctx, *chain):
         return None
     return x, ints(ctx, mean.inputs[1]), eps
 
@@ -69,5 +70,6 @@ def rms_normalization(ctx, node):
             return None
         if not all(same(a, b) for a, b in zip(scale_shape, x_shape[-k:])):
             return None
-        return [ctx.node("RMSNormalization", [x, scale], node.outputs, axis=-k, epsilon=eps, stash_type=1)]
+        attributes = {"axis": -k, "epsilon": eps, "stash_type": 1}
+        return [ctx.node("RMSNormalization", [x, scale], node.outputs, **attributes)]
     return None

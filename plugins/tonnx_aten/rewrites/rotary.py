@@ -20,7 +20,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._patterns import applies, constant, int64, ints, only_read_by_pattern, producer, same, scalar, shape
+from ._patterns import (
+    applies,
+    constant,
+    int64,
+    ints,
+    only_read_by_pattern,
+    producer,
+    same,
+    scalar,
+    shape,
+)
 
 _ELEMENTWISE = ("Cos", "Sin", "Cast")
 
@@ -73,7 +83,8 @@ def _half_chain(ctx, table: str):
         op = node.op_type
         if op == "Concat":
             ok = len(node.inputs) == 2 and node.inputs[0] == node.inputs[1]
-            return (node.inputs[0], chain) if ok and node.attributes.get("axis") in (-1, rank - 1) else None
+            ok = ok and node.attributes.get("axis") in (-1, rank - 1)
+            return (node.inputs[0], chain) if ok else None
         if op == "Unsqueeze":
             axes = ints(ctx, node.inputs[1])
             if axes is None or any(a % rank == rank - 1 for a in axes):
@@ -139,23 +150,29 @@ def _expanded(ctx, half: str, x: str, new: list) -> str:
 def _table_fits(ctx, table: str, x_shape) -> bool:
     """(B|1, 1, S, H): one row of angles per batch entry (or for all) and position."""
     t = shape(ctx, table)
-    if t is None or len(t) != 4 or t[1] != 1 or not same(t[2], x_shape[2]) or not same(t[3], x_shape[3]):
+    if t is None or len(t) != 4 or t[1] != 1:
+        return False
+    if not same(t[2], x_shape[2]) or not same(t[3], x_shape[3]):
         return False
     return t[0] == 1 or same(t[0], x_shape[0])
 
 
 def _match(ctx, node):
-    """(x, cos, sin, mul nodes) when ``node`` is the Add of HF's rotary embedding."""
+    """(x, cos, sin) when ``node`` is the Add of HF's rotary embedding."""
     muls = [producer(ctx, i, "Mul") for i in node.inputs]
     if None in muls or not only_read_by_pattern(ctx, *node.inputs):
         return None
     for plain, rotated in (muls, muls[::-1]):
         for x, cos in (plain.inputs, plain.inputs[::-1]):
             x_shape = shape(ctx, x)
-            if x_shape is None or len(x_shape) != 4 or type(x_shape[3]) is not int or x_shape[3] % 2:
+            if x_shape is None or len(x_shape) != 4 or type(x_shape[3]) is not int:
+                continue
+            if x_shape[3] % 2:
                 continue
             for rot, sin in (rotated.inputs, rotated.inputs[::-1]):
-                if _rotated_half(ctx, rot, x, x_shape[3] // 2) and _table_fits(ctx, cos, x_shape) and _table_fits(ctx, sin, x_shape):
+                if not _rotated_half(ctx, rot, x, x_shape[3] // 2):
+                    continue
+                if _table_fits(ctx, cos, x_shape) and _table_fits(ctx, sin, x_shape):
                     return x, cos, sin
     return None
 
@@ -181,7 +198,9 @@ def partial_rotary_embedding(ctx, node):
     if len(node.inputs) != 2 or node.attributes.get("axis") not in (-1, 3):
         return None
     rope = producer(ctx, node.inputs[0], "RotaryEmbedding")
-    if rope is None or rope.attributes or len(rope.inputs) != 3 or not only_read_by_pattern(ctx, node.inputs[0]):
+    if rope is None or rope.attributes or len(rope.inputs) != 3:
+        return None
+    if not only_read_by_pattern(ctx, node.inputs[0]):
         return None
     rotated = producer(ctx, rope.inputs[0], "Slice")
     x = rotated and rotated.inputs[0]
@@ -194,4 +213,5 @@ def partial_rotary_embedding(ctx, node):
         return None
     if rest[0] != r[1] or rest[1] < x_shape[3] or not only_read_by_pattern(ctx, rope.inputs[0]):
         return None
-    return [ctx.node("RotaryEmbedding", [x, *rope.inputs[1:]], node.outputs, rotary_embedding_dim=r[1])]
+    inputs = [x, *rope.inputs[1:]]
+    return [ctx.node("RotaryEmbedding", inputs, node.outputs, rotary_embedding_dim=r[1])]

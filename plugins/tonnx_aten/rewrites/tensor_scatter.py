@@ -32,7 +32,9 @@ def _arange(ctx, name: str, n) -> bool:
     if value is not None:
         return type(n) is int and value.ndim == 1 and np.array_equal(value, np.arange(n))
     node = producer(ctx, name, "Range")
-    return node is not None and scalar(ctx, node.inputs[0]) == 0 and scalar(ctx, node.inputs[2]) == 1
+    if node is None:
+        return False
+    return scalar(ctx, node.inputs[0]) == 0 and scalar(ctx, node.inputs[2]) == 1
 
 
 def _start(ctx, index: str, n):
@@ -43,7 +45,8 @@ def _start(ctx, index: str, n):
         return None
     for ar, start in (add.inputs, add.inputs[::-1]):
         start_shape = shape(ctx, start)
-        if start_shape in ((), (1,)) and ctx.g.get_type(start) == TensorProto.INT64 and _arange(ctx, ar, n):
+        one_int = start_shape in ((), (1,)) and ctx.g.get_type(start) == TensorProto.INT64
+        if one_int and _arange(ctx, ar, n):
             return start
     return None
 
@@ -91,7 +94,8 @@ def tensor_scatter(ctx, node):
         return None
     rank = len(b_shape)
     axis = node.attributes.get("axis", 0) % rank
-    if axis == 0 or not all(same(a, b) for i, (a, b) in enumerate(zip(b_shape, u_shape)) if i != axis):
+    others = [i for i in range(rank) if i != axis]
+    if axis == 0 or not all(same(b_shape[i], u_shape[i]) for i in others):
         return None
     index = _index_along(ctx, positions, axis, rank)
     start = index and _start(ctx, index, u_shape[axis])
