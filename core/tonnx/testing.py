@@ -112,8 +112,9 @@ def run_onnxruntime(model, feeds: Sequence[Any], session_options=None) -> list[n
 
 def _to_numpy(t) -> np.ndarray:
     from tonnx.builder._constants import as_numpy
+    from tonnx.pipeline.interpret._complex import pairs
 
-    array = as_numpy(t)
+    array = as_numpy(pairs(t))  # a complex tensor is fed and returned as its pairs [..., 2]
     # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
     return array if array.flags.c_contiguous else array.copy(order="C")
 

@@ -149,6 +149,148 @@ def aten_mul(g, sts, outputs, self, other):
     return _pair(g, real, imag, outputs)
 
 
+def _sum_of(g, sts, outputs, self, other, alpha, sign: int) -> str:
+    """``self + sign * alpha * other``, either operand complex, real or a number."""
+    part = _part_type(sts.dtype)
+    a, b = _parts(g, self, sts.input_dtypes[0], part)
+    c, d = _parts(g, other, sts.input_dtypes[1], part)
+    if alpha != 1:  # torch multiplies other by alpha as complex numbers
+        al = complex(alpha)
+        x, y = np.array(al.real, dtype=numpy_dtype(part)), np.array(al.imag, dtype=numpy_dtype(part))
+        c, d = g.op.Sub(g.op.Mul(c, x), g.op.Mul(d, y)), g.op.Add(g.op.Mul(c, y), g.op.Mul(d, x))
+    combine = g.op.Add if sign > 0 else g.op.Sub
+    real, imag = combine(a, c), combine(b, d)
+    return _pair(g, _expand_like(g, real, imag), _expand_like(g, imag, real), outputs)
+
+
+def _expand_like(g, x, other) -> str:
+    """``x`` broadcast with ``other``: a part computed from a number or a smaller operand."""
+    if type(other) is not str:
+        return x
+    shape = g.get_shape(x) if type(x) is str else None
+    if shape is not None and shape == g.get_shape(other):
+        return x
+    return g.op.Expand(x, g.op.Shape(other))  # Expand broadcasts both ways
+
+
+# aten::add.Tensor, aten::add.Scalar
+def aten_add(g, sts, outputs, self, other, alpha=1):
+    "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+    return _sum_of(g, sts, outputs, self, other, alpha, 1)
+
+
+# aten::sub.Tensor, aten::sub.Scalar
+def aten_sub(g, sts, outputs, self, other, alpha=1):
+    "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+    return _sum_of(g, sts, outputs, self, other, alpha, -1)
+
+
+# aten::neg.default
+def aten_neg(g, sts, outputs, self):
+    "neg(Tensor self) -> Tensor"
+    return g.op.Neg(self, outputs=outputs)
+
+
+# aten::div.Tensor, aten::div.Scalar
+def aten_div(g, sts, outputs, self, other):
+    "div.Tensor(Tensor self, Tensor other) -> Tensor"
+    part = _part_type(sts.dtype)
+    a, b = _parts(g, self, sts.input_dtypes[0], part)
+    c, d = _parts(g, other, sts.input_dtypes[1], part)
+    if type(c) is not str and type(d) is not str and float(d) == 0.0:
+        # by a real number: torch's kernel divides both parts by it
+        return _pair(g, _expand_like(g, g.op.Div(a, c), b), _expand_like(g, g.op.Div(b, c), a), outputs)
+    # as torch's vectorized kernel: both operands scaled by max(|c|, |d|), no overflow
+    scale = g.op.Max(g.op.Abs(c), g.op.Abs(d))
+    a, b, c, d = (g.op.Div(v, scale) for v in (a, b, c, d))
+    denominator = g.op.Add(g.op.Mul(c, c), g.op.Mul(d, d))
+    real = g.op.Div(g.op.Add(g.op.Mul(a, c), g.op.Mul(b, d)), denominator)
+    imag = g.op.Div(g.op.Sub(g.op.Mul(b, c), g.op.Mul(a, d)), denominator)
+    return _pair(g, real, imag, outputs)
+
+
+# aten::exp.default
+def aten_exp(g, sts, outputs, self):
+    "exp(Tensor self) -> Tensor"
+    re, im = _component(g, self, 0), _component(g, self, 1)
+    modulus = g.op.Exp(re)
+    return _pair(g, g.op.Mul(modulus, g.op.Cos(im)), g.op.Mul(modulus, g.op.Sin(im)), outputs)
+
+
+# aten::_conj.default
+def aten__conj(g, sts, outputs, self):
+    "_conj(Tensor(a) self) -> Tensor(a)"
+    sign = np.array([1, -1], dtype=numpy_dtype(g.get_type(self)))
+    return g.op.Mul(self, sign, outputs=outputs)
+
+
+# aten::conj_physical.default
+def aten_conj_physical(g, sts, outputs, self):
+    "conj_physical(Tensor self) -> Tensor"
+    return aten__conj(g, sts, outputs, self)
+
+
+# aten::_conj_physical.default
+def aten__conj_physical(g, sts, outputs, self):
+    "_conj_physical(Tensor self) -> Tensor"
+    return aten__conj(g, sts, outputs, self)
+
+
+# aten::resolve_conj.default
+def aten_resolve_conj(g, sts, outputs, self):
+    "resolve_conj(Tensor(a) self) -> Tensor(a)"
+    return named(g, self, outputs[0])  # pairs hold the values, never a lazy conj or neg bit
+
+
+# aten::resolve_neg.default
+def aten_resolve_neg(g, sts, outputs, self):
+    "resolve_neg(Tensor(a) self) -> Tensor(a)"
+    return named(g, self, outputs[0])
+
+
+# aten::alias.default
+def aten_alias(g, sts, outputs, self):
+    "alias(Tensor(a) self) -> Tensor(a)"
+    return named(g, self, outputs[0])
+
+
+# -- reductions: over torch's axes, never the pair axis -----------------------------------------
+
+
+def _reduce(g, sts, outputs, op_type: str, self, dim, keepdim, dtype) -> str:
+    rank = _torch_rank(sts)
+    axes = list(range(rank)) if not dim else sorted({d % max(rank, 1) for d in dim})
+    part = _part_type(sts.dtype)
+    x = cast(g, self, part)
+    if rank == 0 or not axes:
+        return named(g, x, outputs[0])
+    return getattr(g.op, op_type)(x, _i64(axes), keepdims=int(keepdim), outputs=outputs)
+
+
+# aten::sum.default
+def aten_sum(g, sts, outputs, self, dtype=None):
+    "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"
+    return _reduce(g, sts, outputs, "ReduceSum", self, None, False, dtype)
+
+
+# aten::sum.dim_IntList
+def aten_sum_dim_intlist(g, sts, outputs, self, dim, keepdim=False, dtype=None):
+    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"  # noqa: E501
+    return _reduce(g, sts, outputs, "ReduceSum", self, dim, keepdim, dtype)
+
+
+# aten::mean.default
+def aten_mean(g, sts, outputs, self, dtype=None):
+    "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor"
+    return _reduce(g, sts, outputs, "ReduceMean", self, None, False, dtype)
+
+
+# aten::mean.dim
+def aten_mean_dim(g, sts, outputs, self, dim, keepdim=False, dtype=None):
+    "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"  # noqa: E501
+    return _reduce(g, sts, outputs, "ReduceMean", self, dim, keepdim, dtype)
+
+
 # aten::abs.default
 def aten_abs(g, sts, outputs, self):
     "abs(Tensor self) -> Tensor"
@@ -340,6 +482,147 @@ def aten_slice(g, sts, outputs, self, dim=0, start=None, end=None, step=1):
     return _shape.aten_slice(g, sts, outputs, self, dim % _torch_rank(sts), start, end, step)
 
 
+# aten::view_as.default
+def aten_view_as(g, sts, outputs, self, other):
+    "view_as(Tensor(a) self, Tensor other) -> Tensor(a)"
+    target = (*sts.shape, 2)
+    fallback = lambda: g.op.Concat(g.op.Shape(other, end=_torch_rank(sts, 1)), _i64([2]), axis=0)  # noqa: E731
+    return named(g, _shape._reshape(g, self, target, fallback), outputs[0])
+
+
+# aten::squeeze.dims
+def aten_squeeze_dims(g, sts, outputs, self, dim):
+    "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)"
+    return _squeeze(g, sts, outputs, self, dim)
+
+
+# aten::squeeze.dim
+def aten_squeeze_dim(g, sts, outputs, self, dim):
+    "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)"
+    return _squeeze(g, sts, outputs, self, [dim])
+
+
+# aten::squeeze.default
+def aten_squeeze(g, sts, outputs, self):
+    "squeeze(Tensor(a) self) -> Tensor(a)"
+    return _squeeze(g, sts, outputs, self, None)
+
+
+def _squeeze(g, sts, outputs, x: str, dims) -> str:
+    shape = sts.input_shapes[0]
+    rank = len(shape)
+    candidates = range(rank) if dims is None else sorted({d % max(rank, 1) for d in dims})
+    axes = [a for a in candidates if a < rank and shape[a] == 1]
+    if rank - len(axes) != len(sts.shape):
+        raise UnsupportedError(
+            f"squeeze of {shape} over {dims}: torch squeezed a dimension whose size is "
+            f"symbolic, which cannot be told apart statically."
+        )
+    return named(g, g.op.Squeeze(x, _i64(axes)) if axes else x, outputs[0])
+
+
+# aten::select.int
+def aten_select(g, sts, outputs, self, dim, index):
+    "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"
+    return _shape.aten_select(g, sts, outputs, self, dim % _torch_rank(sts), index)
+
+
+# aten::narrow.default
+def aten_narrow(g, sts, outputs, self, dim, start, length):
+    "narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)"
+    return _shape.aten_narrow(g, sts, outputs, self, dim % _torch_rank(sts), start, length)
+
+
+# aten::split.Tensor
+def aten_split(g, sts, outputs, self, split_size, dim=0):
+    "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"
+    return _shape.aten_split(g, sts, outputs, self, split_size, dim % _torch_rank(sts))
+
+
+# aten::split_with_sizes.default
+def aten_split_with_sizes(g, sts, outputs, self, split_sizes, dim=0):
+    "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"
+    return _shape.aten_split_with_sizes(g, sts, outputs, self, split_sizes, dim % _torch_rank(sts))
+
+
+# aten::unbind.int
+def aten_unbind(g, sts, outputs, self, dim=0):
+    "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"
+    return _shape.aten_unbind(g, sts, outputs, self, dim % _torch_rank(sts))
+
+
+# aten::flip.default
+def aten_flip(g, sts, outputs, self, dims):
+    "flip(Tensor self, int[] dims) -> Tensor"
+    rank = _torch_rank(sts)
+    if rank == 0:
+        return named(g, self, outputs[0])
+    return _shape.aten_flip(g, sts, outputs, self, [d % rank for d in dims])
+
+
+# aten::roll.default
+def aten_roll(g, sts, outputs, self, shifts, dims=()):
+    "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"
+    rank = _torch_rank(sts)
+    if dims:
+        return _shape.aten_roll(g, sts, outputs, self, shifts, [d % rank for d in dims])
+    # torch rolls the flattened tensor: here the pairs, [n, 2], along their first axis
+    shape = sts.input_shapes[0]
+    if all(type(d) is int for d in shape):
+        size = int(np.prod(shape, dtype=np.int64))
+    else:
+        size = g.op.Div(g.op.Unsqueeze(g.op.Size(self), _i64([0])), _i64([2]))
+    rolled = _shape._roll(g, g.op.Reshape(self, _i64([-1, 2])), size, shifts[0], 0)
+    return g.op.Reshape(rolled, g.op.Shape(self), outputs=outputs)
+
+
+# aten::stack.default
+def aten_stack(g, sts, outputs, tensors, dim=0):
+    "stack(Tensor[] tensors, int dim=0) -> Tensor"
+    part = _part_type(sts.dtype)
+    axis = dim % len(sts.shape)
+    values = sts.input_values[0]
+    items = [
+        g.op.Unsqueeze(_as_pairs(g, t, onnx_type_from_torch(v.dtype), part), _i64([axis]))
+        for t, v in zip(tensors, values)
+    ]
+    if len(items) == 1:
+        return named(g, items[0], outputs[0])
+    return g.op.Concat(*items, axis=axis, outputs=outputs)
+
+
+# aten::where.self
+def aten_where(g, sts, outputs, condition, self, other):
+    "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"
+    part = _part_type(sts.dtype)
+    a = _as_pairs(g, self, sts.input_dtypes[1], part)
+    b = _as_pairs(g, other, sts.input_dtypes[2], part)
+    return g.op.Where(g.op.Unsqueeze(condition, _i64([-1])), a, b, outputs=outputs)
+
+
+def _zero_fill(value, op: str) -> None:
+    if value and complex(value) != 0:
+        raise UnsupportedError(
+            f"{op} of a complex tensor with value={value!r}: tonnx pads complex values with "
+            f"0 only. Pad torch.view_as_real(x) per part instead."
+        )
+
+
+# aten::constant_pad_nd.default
+def aten_constant_pad_nd(g, sts, outputs, self, pad, value=0):
+    "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor"
+    _zero_fill(value, "aten::constant_pad_nd")
+    # torch's pad list runs from the last axis backwards: the pair axis, last, gets (0, 0)
+    return _shape.aten_constant_pad_nd(g, sts, outputs, self, [0, 0, *pad], 0)
+
+
+# aten::pad.default
+def aten_pad(g, sts, outputs, self, pad, mode="constant", value=None):
+    "pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor"
+    _zero_fill(value, "aten::pad")
+    return _shape.aten_pad(g, sts, outputs, self, [0, 0, *pad], mode, None)
+
+
 # aten::cat.default
 def aten_cat(g, sts, outputs, tensors, dim=0):
     "cat(Tensor[] tensors, int dim=0) -> Tensor"
@@ -386,5 +669,38 @@ CONVERTERS = (
     Converter("aten::permute.default", aten_permute, complex=True),
     Converter("aten::expand.default", aten_expand, complex=True),
     Converter("aten::slice.Tensor", aten_slice, complex=True),
+    Converter("aten::add.Tensor", aten_add, complex=True),
+    Converter("aten::add.Scalar", aten_add, complex=True),
+    Converter("aten::sub.Tensor", aten_sub, complex=True),
+    Converter("aten::sub.Scalar", aten_sub, complex=True),
+    Converter("aten::neg.default", aten_neg, complex=True),
+    Converter("aten::div.Tensor", aten_div, complex=True),
+    Converter("aten::div.Scalar", aten_div, complex=True),
+    Converter("aten::exp.default", aten_exp, complex=True),
+    Converter("aten::_conj.default", aten__conj, complex=True),
+    Converter("aten::conj_physical.default", aten_conj_physical, complex=True),
+    Converter("aten::_conj_physical.default", aten__conj_physical, complex=True),
+    Converter("aten::resolve_conj.default", aten_resolve_conj, complex=True),
+    Converter("aten::resolve_neg.default", aten_resolve_neg, complex=True),
+    Converter("aten::alias.default", aten_alias, complex=True),
+    Converter("aten::sum.default", aten_sum, complex=True),
+    Converter("aten::sum.dim_IntList", aten_sum_dim_intlist, complex=True),
+    Converter("aten::mean.default", aten_mean, complex=True),
+    Converter("aten::mean.dim", aten_mean_dim, complex=True),
+    Converter("aten::view_as.default", aten_view_as, complex=True),
+    Converter("aten::squeeze.default", aten_squeeze, complex=True),
+    Converter("aten::squeeze.dim", aten_squeeze_dim, complex=True),
+    Converter("aten::squeeze.dims", aten_squeeze_dims, complex=True),
+    Converter("aten::select.int", aten_select, complex=True),
+    Converter("aten::narrow.default", aten_narrow, complex=True),
+    Converter("aten::split.Tensor", aten_split, complex=True),
+    Converter("aten::split_with_sizes.default", aten_split_with_sizes, complex=True),
+    Converter("aten::unbind.int", aten_unbind, complex=True),
+    Converter("aten::flip.default", aten_flip, complex=True),
+    Converter("aten::roll.default", aten_roll, complex=True),
+    Converter("aten::stack.default", aten_stack, complex=True),
+    Converter("aten::where.self", aten_where, complex=True),
+    Converter("aten::constant_pad_nd.default", aten_constant_pad_nd, complex=True),
+    Converter("aten::pad.default", aten_pad, complex=True),
     Converter("aten::cat.default", aten_cat, complex=True),
 )

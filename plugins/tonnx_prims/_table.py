@@ -10,6 +10,7 @@ FAMILIES = (
     "reductions",
     "shape",
     "creation",
+    "fft",  # complex=True: pair tensors [..., 2]
 )
 
 

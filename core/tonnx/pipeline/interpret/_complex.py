@@ -1,7 +1,10 @@
 """Complex values in the graph: carried as real pairs [..., 2] between converters.
 
 What the plan refuses (a complex value only a real converter would touch) is reported here,
-with the fix; a constant or weight that is complex becomes its pairs.
+with the fix; a constant or weight that is complex becomes its pairs. A complex model input
+or output is its pairs too: a complex64 tensor of shape ``s`` is the float32 graph input or
+output of shape ``s + (2,)`` (``torch.view_as_real``), with the name it would have had; the
+model's ``pkg.tonnx.complex_inputs``/``pkg.tonnx.complex_outputs`` metadata lists those names.
 """
 
 from __future__ import annotations
@@ -18,6 +21,30 @@ def pairs(value):
 
         return torch.view_as_real(value.detach().resolve_conj())
     return value
+
+
+#: metadata keys listing the graph inputs and outputs that hold complex values as pairs
+METADATA = {"input": "pkg.tonnx.complex_inputs", "output": "pkg.tonnx.complex_outputs"}
+
+
+def is_complex_value(value) -> bool:
+    """Whether an FX node's torch value is a complex tensor."""
+    val = getattr(value, "meta", {}).get("val")
+    return getattr(val, "dtype", None) is not None and val.dtype.is_complex
+
+
+def record_pairs(g, kind: str, name: str, dtype) -> None:
+    """Notes in the model's metadata that graph ``kind`` (input/output) ``name`` holds the
+    pairs [..., 2] of a ``dtype`` (complex32 has no pair type: refused, with the fix)."""
+    import torch
+
+    if dtype == torch.complex32:
+        raise UnsupportedError(
+            f"Model {kind} {name!r} is complex32: tonnx carries complex64 and complex128 "
+            f"only. Convert it with .to(torch.complex64)."
+        )
+    key = METADATA[kind]
+    g.metadata_props[key] = ", ".join(filter(None, [g.metadata_props.get(key), name]))
 
 
 def has_complex32(values) -> bool:
