@@ -2,6 +2,7 @@
 
     python tests/bench/bench_llm_decode.py                        # fp32 and int4, 3 rounds
     python tests/bench/bench_llm_decode.py --rounds 5 --keep /tmp/llm-decode
+    python tests/bench/bench_llm_decode.py --prompt 512 --skip-prefill   # decode at a longer context
 
 The random Llama of ``bench_llm_precision.py`` (4 layers, hidden 512, vocab 32000; context
 1024 here so a 512-token prompt fits) is exported by both exporters at each precision. All
@@ -56,12 +57,12 @@ def prompt_ids(n: int) -> np.ndarray:
     return ((np.arange(n, dtype=np.int64) * 7919 + 11) % CONFIG["vocab_size"]).astype(np.int32)[None]
 
 
-def decode(og, model) -> float:
-    """Seconds per new token after the first, prompt PROMPT, NEW greedy tokens."""
+def decode(og, model, prompt: int = PROMPT, new: int = NEW) -> float:
+    """Seconds per new token after the first, a ``prompt``-token prompt, ``new`` greedy tokens."""
     params = og.GeneratorParams(model)
-    params.set_search_options(max_length=PROMPT + NEW, min_length=PROMPT + NEW, do_sample=False)
+    params.set_search_options(max_length=prompt + new, min_length=prompt + new, do_sample=False)
     generator = og.Generator(model, params)
-    generator.append_tokens(prompt_ids(PROMPT))
+    generator.append_tokens(prompt_ids(prompt))
     generator.generate_next_token()  # prefill
     start, steps = time.perf_counter(), 0
     while not generator.is_done():
@@ -85,6 +86,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "int4"])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prompt", type=int, default=PROMPT, help="decode's prompt length")
+    parser.add_argument("--new", type=int, default=NEW, help="decode's new tokens")
+    parser.add_argument("--skip-prefill", action="store_true", help="time decode only")
     parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     root = args.keep or tempfile.mkdtemp(prefix="bench-llm-decode-")
@@ -97,20 +101,24 @@ def main() -> None:
     import onnxruntime_genai as og
 
     models = {key: og.Model(folder) for key, folder in folders.items()}
+    whats = ("decode",) if args.skip_prefill else ("decode", "prefill")
+    run = {"decode": lambda model: decode(og, model, args.prompt, args.new),
+           "prefill": lambda model: prefill(og, model)}
     for model in models.values():  # warm-up: first runs allocate
-        decode(og, model), prefill(og, model)
-    times: dict = {key: {"decode": [], "prefill": []} for key in models}
+        for what in whats:
+            run[what](model)
+    times: dict = {key: {what: [] for what in whats} for key in models}
     for _ in range(args.rounds):
         for key, model in models.items():  # interleaved: tonnx, builder, tonnx, builder...
-            times[key]["decode"].append(decode(og, model))
-            times[key]["prefill"].append(prefill(og, model))
+            for what in whats:
+                times[key][what].append(run[what](model))
     print(f"load average (uptime): {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"rounds {args.rounds}, median")
-    print(f"{'precision':<10}{'decode ms/token':>32}{'prefill 512 ms':>32}")
-    print(f"{'':<10}{'tonnx':>11}{'builder':>11}{'ratio':>10}{'tonnx':>11}{'builder':>11}{'ratio':>10}")
+          f"rounds {args.rounds}, median; decode: prompt {args.prompt}, {args.new} new tokens")
+    print(f"{'precision':<10}{'decode ms/token':>32}" + (f"{'prefill 512 ms':>32}" if len(whats) > 1 else ""))
+    print(f"{'':<10}" + f"{'tonnx':>11}{'builder':>11}{'ratio':>10}" * len(whats))
     for p in args.precisions:
         row = f"{p:<10}"
-        for what in ("decode", "prefill"):
+        for what in whats:
             t, b = (statistics.median(times[(w, p)][what]) * 1e3 for w in ("tonnx", "builder"))
             row += f"{t:>11.2f}{b:>11.2f}{t / b:>10.2f}"
         print(row)
