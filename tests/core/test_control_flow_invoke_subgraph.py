@@ -151,7 +151,8 @@ def test_function_body_constants_are_constant_nodes():
     x = body.make_tensor_input("x", onnx.TensorProto.FLOAT, ("n",))
     body.make_tensor_output(body.op.Add(x, body.make_initializer("", [2.0, 2.0])))
     a = g.make_tensor_input("a", onnx.TensorProto.FLOAT, (2,))
-    g.make_tensor_output(g.make_node("add_two", [a], 1, domain="my.domain"), onnx.TensorProto.FLOAT, (2,))
+    out = g.make_node("add_two", [a], 1, domain="my.domain")
+    g.make_tensor_output(out, onnx.TensorProto.FLOAT, (2,))
     onx = g.to_onnx()
     onnx.checker.check_model(onx, full_check=True)
     (function,) = onx.functions

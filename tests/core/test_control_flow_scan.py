@@ -34,7 +34,9 @@ class Recurrence(torch.nn.Module):
             total = total + h.sum()
             return (h, total), (h * 2.0, total.expand(2).clone())
 
-        (h, total), (hs, totals) = scan(combine, (h, total), (xs, gates), dim=self.dim, reverse=self.reverse)
+        (h, total), (hs, totals) = scan(
+            combine, (h, total), (xs, gates), dim=self.dim, reverse=self.reverse
+        )
         return h, total, hs, totals
 
 

@@ -153,7 +153,10 @@ class FloatCarry(torch.nn.Module):
 
 @given(k=st.integers(-1, 6))
 def test_tensor_carries_of_several_dtypes(k):
-    check_model(FloatCarry(), (torch.rand(2, 3), torch.tensor(3)), other_inputs=[(torch.rand(2, 3), torch.tensor(k))])
+    check_model(
+        FloatCarry(), (torch.rand(2, 3), torch.tensor(3)),
+        other_inputs=[(torch.rand(2, 3), torch.tensor(k))],
+    )
 
 
 def test_unknown_while_loop_arguments_are_refused():
