@@ -26,6 +26,7 @@ KEYS = {
     "torchvision::roi_pool.default",
     "torchvision::ps_roi_align.default",
     "torchvision::deform_conv2d.default",
+    "tonnx_torchvision::batched_nms.default",
 }
 
 

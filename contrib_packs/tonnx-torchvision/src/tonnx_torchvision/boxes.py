@@ -75,27 +75,44 @@ def _isolated_as_empty(g, boxes: str) -> str:
     return g.op.Where(valid, boxes, np.array(0.0, dtype=np.float32))
 
 
-# torchvision::nms.default
-def torchvision_nms(g, sts, outputs, dets, scores, iou_threshold):
-    "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
+def _require_float32(op: str, sts) -> None:
     if sts.input_dtypes[0] != TensorProto.FLOAT or sts.input_dtypes[1] != TensorProto.FLOAT:
         raise TorchvisionOpError(
-            "nms", f"boxes and scores of ONNX type {sts.input_dtypes[0]}, {sts.input_dtypes[1]}",
+            op, f"boxes and scores of ONNX type {sts.input_dtypes[0]}, {sts.input_dtypes[1]}",
             "onnxruntime's NonMaxSuppression computes overlaps in float32 and torchvision in "
             "the input's type", "Cast boxes and scores to float32 before nms.",
         )
-    threshold = _float32_threshold("nms", float(iou_threshold))
+
+
+def sorted_for_nms(g, dets: str, scores: str) -> tuple[str, str, str]:
+    """``(order, boxes, scores)``: torchvision's visiting order, and the boxes and scores
+    in that order as onnxruntime's NonMaxSuppression must see them to follow it."""
     order = _stable_order(g, scores)
     no_nan = g.op.Where(g.op.IsNaN(scores), np.array(np.inf, dtype=np.float32), scores)
-    sorted_scores = g.op.Gather(no_nan, order, axis=0)
-    sorted_boxes = g.op.Gather(_isolated_as_empty(g, dets), order, axis=0)
+    return order, g.op.Gather(_isolated_as_empty(g, dets), order, axis=0), g.op.Gather(no_nan, order, axis=0)
+
+
+def nms_threshold(op: str, iou_threshold: float) -> str:
+    """The threshold input of NonMaxSuppression (see :func:`_float32_threshold`)."""
+    return np.array([_float32_threshold(op, float(iou_threshold))], dtype=np.float32)
+
+
+def kept_positions(g, boxes: str, scores: str, threshold, score_threshold=None) -> str:
+    """Positions NonMaxSuppression keeps (``[N, 4]`` boxes, ``[C, N]`` scores), in its order."""
     selected = g.op.NonMaxSuppression(
-        g.op.Unsqueeze(sorted_boxes, [0]),
-        g.op.Unsqueeze(sorted_scores, [0, 1]),
-        np.array([_INT64_MAX], dtype=np.int64),
-        np.array([threshold], dtype=np.float32),
+        g.op.Unsqueeze(boxes, [0]), g.op.Unsqueeze(scores, [0]),
+        np.array([_INT64_MAX], dtype=np.int64), threshold, score_threshold,
     )
-    positions = g.op.Reshape(g.op.Slice(selected, [2], [3], [1]), [-1])
+    return g.op.Reshape(g.op.Slice(selected, [2], [3], [1]), [-1])
+
+
+# torchvision::nms.default
+def torchvision_nms(g, sts, outputs, dets, scores, iou_threshold):
+    "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
+    _require_float32("nms", sts)
+    threshold = nms_threshold("nms", iou_threshold)
+    order, sorted_boxes, sorted_scores = sorted_for_nms(g, dets, scores)
+    positions = kept_positions(g, sorted_boxes, g.op.Unsqueeze(sorted_scores, [0]), threshold)
     return g.op.Gather(order, positions, axis=0, outputs=outputs)
 
 
