@@ -26,6 +26,8 @@ _BOOL_OPS = frozenset(
 _INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
 # Ops whose output type is the type of input 1 (Where(cond, x, y), CastLike(x, like)).
 _SECOND_INPUT_OPS = frozenset({"Where", "CastLike"})
+# Ops whose output type is their ``dtype`` attribute (random draws), when it is given.
+_DTYPE_ATTRIBUTE_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "EyeLike"})
 # Multi-output ops whose later outputs are int64 indices.
 _INDICES_OPS = frozenset({"TopK", "MaxPool"})
 # Ops whose mean/inverse-std outputs are in the stash type (float32 by default).
@@ -43,6 +45,8 @@ def infer_types(g, node) -> None:
         elem = TensorProto.INT64
     elif op_type == "Cast":
         elem = node.attributes["to"]
+    elif op_type in _DTYPE_ATTRIBUTE_OPS and "dtype" in node.attributes:
+        elem = node.attributes["dtype"]
     elif op_type in _SECOND_INPUT_OPS:
         elem = g.get_type(node.inputs[1])
     elif op_type == "Constant":  # from an inlined function body (onnxscript converters)

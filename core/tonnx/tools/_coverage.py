@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import keyword
 from pathlib import Path
 
 
@@ -102,7 +103,8 @@ def assert_follows_schema(converter) -> None:
     if [p.name for p in params[:3]] != ["g", "sts", "outputs"]:
         raise AssertionError(f"{where}: the first parameters must be (g, sts, outputs)")
     names = {p.name: p for p in params[3:]}
-    schema_names = [a.name for a in op._schema.arguments]
+    # a schema name that is a python keyword (uniform's ``from``) is spelled with a trailing _
+    schema_names = [a.name + "_" if keyword.iskeyword(a.name) else a.name for a in op._schema.arguments]
     absent = [n for n in schema_names if n not in names]
     if absent:
         raise AssertionError(f"{where} lacks schema parameters {absent} of {op._schema}")
