@@ -1,12 +1,13 @@
 """The program's inputs and outputs bound to the ONNX graph's: user inputs become graph
 inputs, weights initializers; user outputs become graph outputs (named as asked), and what
-forward mutates becomes an ``<name>.updated`` output after them."""
+forward mutates becomes an ``<name>.updated`` output after them. A complex input or output
+is its real pairs [..., 2] (``_complex``)."""
 
 from __future__ import annotations
 
 from tonnx._errors import TonnxError, UnsupportedError
-from tonnx.pipeline.interpret._complex import pairs
-from tonnx.pipeline.interpret._values import complex_values
+from tonnx.pipeline.interpret._complex import is_complex_value, pairs, record_pairs
+from tonnx.pipeline.interpret._values import represented
 
 #: torch.export output kinds carrying the new value of a tensor forward writes to
 MUTATION_KINDS = ("BUFFER_MUTATION", "PARAMETER_MUTATION", "USER_INPUT_MUTATION")
@@ -47,15 +48,11 @@ def bind_inputs(interp, ep) -> None:
 
 def _user_input(interp, node, name: str) -> None:
     val = node.meta.get("val")
-    if complex_values(node):
-        raise UnsupportedError(
-            f"Input {name!r} is a complex tensor ({val.dtype}): tonnx does not take complex "
-            f"model inputs. Pass torch.view_as_real(x) and call torch.view_as_complex in "
-            f"the model."
-        )
+    if is_complex_value(node):  # fed as torch.view_as_real(x): [..., 2]
+        record_pairs(interp.g, "input", name, val.dtype)
     info = interp.namer.info(node)
     if hasattr(val, "dtype") or type(val).__name__ in ("SymInt", "SymFloat", "SymBool"):
-        interp.env[node] = interp.g.make_tensor_input(name, info.dtypes[0], info.shapes[0])
+        interp.env[node] = interp.g.make_tensor_input(name, *represented(info.dtypes[0], info.shapes[0]))
     else:
         # an int/float/None input torch.export specialized: its value is in the graph
         interp.env[node] = val
@@ -88,11 +85,6 @@ def _user_output(interp, i: int, value, seen: set[str]) -> None:
     g = interp.g
     if value is None:
         raise UnsupportedError(f"Output {i} of the model is None; ONNX has no None output.")
-    if getattr(getattr(value, "meta", {}).get("val"), "is_complex", lambda: False)():
-        raise UnsupportedError(
-            f"Output {i} of the model ({value.name!r}) is a complex tensor: tonnx does "
-            f"not make complex model outputs. Return torch.view_as_real(result) instead."
-        )
     if not hasattr(value, "meta") and not isinstance(value, (int, float, bool)):
         raise UnsupportedError(
             f"Output {i} of the model is the Python {type(value).__name__} {value!r}, "
@@ -110,8 +102,10 @@ def _user_output(interp, i: int, value, seen: set[str]) -> None:
     elif must_copy:
         name = g.op.Identity(name, outputs=[g.unique_name(f"{name}_output")])
     seen.add(name)
+    if is_complex_value(value):  # torch.view_as_real(output): [..., 2]
+        record_pairs(g, "output", name, value.meta["val"].dtype)
     if info is not None and info.dtypes:
-        g.make_tensor_output(name, info.dtypes[0], info.shapes[0])
+        g.make_tensor_output(name, *represented(info.dtypes[0], info.shapes[0]))
     else:
         g.make_tensor_output(name, g.get_type(name), g.get_shape(name))
 
@@ -148,4 +142,4 @@ def _mutation_output(interp, ep, value, spec, seen: set[str]) -> None:
     wanted = g.unique_name(f"{mutated}.updated")
     name = g.op.Identity(name, outputs=[wanted])
     seen.add(name)
-    g.make_tensor_output(name, info.dtypes[0], info.shapes[0])
+    g.make_tensor_output(name, *represented(info.dtypes[0], info.shapes[0]))
