@@ -8,7 +8,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, is_float, opmath_type, output_used, shape_tensor, unused_output
+from tonnx.converters import cast, is_float, numpy_dtype, opmath_type, output_used, shape_tensor, unused_output
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -666,13 +666,15 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
     n = _spatial_rank(sts)
     if not is_float(g.get_type(x)):
         raise UnsupportedError(f"{mode} upsampling of {TensorProto.DataType.Name(g.get_type(x))}")
-    if antialias and align_corners:
-        raise UnsupportedError(
-            f"{sts.op_name} with align_corners=True: torch centres its antialiasing filter at "
-            f"(i + 0.5) * (in - 1) / (out - 1), which no coordinate mode of ONNX Resize gives; "
-            f"use align_corners=False (converted exactly) or antialias=False."
-        )
     sizes, out, scales = _upsample_axes(g, x, n, sts, output_size, scales)
+    if antialias and out[-1] == 1 and out[0] != 1 and sizes[0] != 1:
+        raise UnsupportedError(
+            f"{sts.op_name} to a width of 1 and a height of {out[0]} (from {sizes[0]}): torch's "
+            f"kernel repeats the first output row there instead of filtering each; resize in "
+            f"two steps or without antialias."
+        )
+    if antialias and align_corners:
+        return _antialias_align_corners(g, sts, outputs, x, sizes, out)
     rank = g.get_rank(x)
     attributes = {
         "axes": list(range(rank - n, rank)),
@@ -693,6 +695,36 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
         raise UnsupportedError(f"upsampling with scales {scales} given for some axes only")
     onnx_scales = _onnx_scales(sizes, out, scales)
     return g.op.Resize(x, None, onnx_scales, outputs=outputs, **attributes)
+
+
+def _antialias_weights(size: int, out: int) -> np.ndarray:
+    """torch's antialiased linear weights with align_corners, an (out, size) matrix.
+
+    The triangle filter, widened by the scale (in - 1) / (out - 1) when downsampling, is
+    centred at scale * (i + 0.5) and renormalized where it leaves the input (torch's
+    _compute_index_ranges_weights; checked against torch in float64).
+    """
+    scale = (size - 1) / (out - 1) if out > 1 else 0.0
+    support, inverse = (scale, 1.0 / scale) if scale >= 1.0 else (1.0, 1.0)
+    weights = np.zeros((out, size))
+    for i in range(out):
+        center = scale * (i + 0.5)
+        low, high = max(int(center - support + 0.5), 0), min(int(center + support + 0.5), size)
+        taps = np.maximum(0.0, 1.0 - np.abs((np.arange(low, high) - center + 0.5) * inverse))
+        weights[i, low:high] = taps / taps.sum() if taps.sum() > 0 else taps
+    return weights
+
+
+def _antialias_align_corners(g, sts, outputs, x: str, sizes: list, out: list) -> str:
+    """torch's antialiased align_corners mapping has no Resize mode: one MatMul per axis."""
+    if not all(type(v) is int for v in (*sizes, *out)):
+        raise UnsupportedError(
+            f"{sts.op_name} with align_corners=True on dynamic sizes (its weights are built "
+            f"for static sizes); export with static spatial sizes or align_corners=False."
+        )
+    dtype = numpy_dtype(g.get_type(x))
+    rows = g.op.MatMul(_antialias_weights(sizes[0], out[0]).astype(dtype), x)
+    return g.op.MatMul(rows, _antialias_weights(sizes[1], out[1]).T.astype(dtype), outputs=outputs)
 
 
 # aten::upsample_linear1d.vec, upsample_bilinear2d.vec, upsample_trilinear3d.vec
