@@ -1,8 +1,12 @@
-"""Decode and prefill speed of ``tonnx export-llm`` against onnxruntime-genai's builder (issue 18 s3).
+"""Decode and prefill speed of ``tonnx export-llm`` against onnxruntime-genai's builder (#18 s3).
 
     python tests/bench/bench_llm_decode.py                        # fp32 and int4, 3 rounds
     python tests/bench/bench_llm_decode.py --rounds 5 --keep /tmp/llm-decode
-    python tests/bench/bench_llm_decode.py --prompt 512 --skip-prefill   # decode at a longer context
+    python tests/bench/bench_llm_decode.py --prompt 512 --skip-prefill   # a longer context
+    python tests/bench/bench_llm_decode.py --prompt 512 --skip-prefill --share-off
+
+``--share-off`` adds the builder's folder with ``past_present_share_buffer`` set to false (same
+model.onnx): what the builder's graph gives with tonnx's cache layout.
 
 The random Llama of ``bench_llm_precision.py`` (4 layers, hidden 512, vocab 32000; context
 1024 here so a 512-token prompt fits) is exported by both exporters at each precision. All
@@ -47,14 +51,31 @@ def export(source: str, root: str, who: str, precision: str) -> str:
     if who == "tonnx":
         command = ["tonnx", "export-llm", source, "-o", out, "--precision", precision, "-q"]
     else:
-        command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", source, "-o", out,
-                   "-p", precision, "-e", "cpu", "-c", os.path.join(root, "cache")]
+        command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", source,
+                   "-o", out, "-p", precision, "-e", "cpu", "-c", os.path.join(root, "cache")]
     subprocess.run(command, check=True, capture_output=True)
     return out
 
 
+def share_off(folder: str) -> str:
+    """A copy of the builder's ``folder`` (weights linked) whose config does not share buffers."""
+    out = folder + "-share-off"
+    if not os.path.isdir(out):
+        os.makedirs(out)
+        for name in os.listdir(folder):
+            if name != "genai_config.json":
+                os.symlink(os.path.join(os.path.abspath(folder), name), os.path.join(out, name))
+        with open(os.path.join(folder, "genai_config.json")) as f:
+            config = json.load(f)
+        config["search"]["past_present_share_buffer"] = False
+        with open(os.path.join(out, "genai_config.json"), "w") as f:
+            json.dump(config, f, indent=4)
+    return out
+
+
 def prompt_ids(n: int) -> np.ndarray:
-    return ((np.arange(n, dtype=np.int64) * 7919 + 11) % CONFIG["vocab_size"]).astype(np.int32)[None]
+    ids = (np.arange(n, dtype=np.int64) * 7919 + 11) % CONFIG["vocab_size"]
+    return ids.astype(np.int32)[None]
 
 
 def decode(og, model, prompt: int = PROMPT, new: int = NEW) -> float:
@@ -89,6 +110,8 @@ def main() -> None:
     parser.add_argument("--prompt", type=int, default=PROMPT, help="decode's prompt length")
     parser.add_argument("--new", type=int, default=NEW, help="decode's new tokens")
     parser.add_argument("--skip-prefill", action="store_true", help="time decode only")
+    parser.add_argument("--share-off", action="store_true",
+                        help="also run the builder's folder with past_present_share_buffer false")
     parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     root = args.keep or tempfile.mkdtemp(prefix="bench-llm-decode-")
@@ -97,6 +120,9 @@ def main() -> None:
         save_llama(source)
     folders = {(who, p): export(source, root, who, p)
                for p in args.precisions for who in ("tonnx", "builder")}
+    if args.share_off:
+        for p in args.precisions:
+            folders[("share-off", p)] = share_off(folders[("builder", p)])
 
     import onnxruntime_genai as og
 
@@ -114,7 +140,8 @@ def main() -> None:
                 times[key][what].append(run[what](model))
     print(f"load average (uptime): {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"rounds {args.rounds}, median; decode: prompt {args.prompt}, {args.new} new tokens")
-    print(f"{'precision':<10}{'decode ms/token':>32}" + (f"{'prefill 512 ms':>32}" if len(whats) > 1 else ""))
+    prefill_head = f"{'prefill 512 ms':>32}" if len(whats) > 1 else ""
+    print(f"{'precision':<10}{'decode ms/token':>32}{prefill_head}")
     print(f"{'':<10}" + f"{'tonnx':>11}{'builder':>11}{'ratio':>10}" * len(whats))
     for p in args.precisions:
         row = f"{p:<10}"
@@ -122,6 +149,9 @@ def main() -> None:
             t, b = (statistics.median(times[(w, p)][what]) * 1e3 for w in ("tonnx", "builder"))
             row += f"{t:>11.2f}{b:>11.2f}{t / b:>10.2f}"
         print(row)
+        if args.share_off:
+            off = statistics.median(times[("share-off", p)]["decode"]) * 1e3
+            print(f"{'':<10}builder, past_present_share_buffer false: decode {off:.2f} ms/token")
     print(json.dumps({f"{w}-{p}": {k: [round(x * 1e3, 3) for x in v] for k, v in d.items()}
                       for (w, p), d in times.items()}))
 
