@@ -673,8 +673,8 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
             f"kernel repeats the first output row there instead of filtering each; resize in "
             f"two steps or without antialias."
         )
-    if antialias and align_corners:
-        return _antialias_align_corners(g, sts, outputs, x, sizes, out)
+    if antialias and (align_corners or any(s is not None and s > 0 for s in scales)):
+        return _antialias_matmul(g, sts, outputs, x, sizes, out, scales, align_corners)
     rank = g.get_rank(x)
     attributes = {
         "axes": list(range(rank - n, rank)),
@@ -697,14 +697,13 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
     return g.op.Resize(x, None, onnx_scales, outputs=outputs, **attributes)
 
 
-def _antialias_weights(size: int, out: int) -> np.ndarray:
-    """torch's antialiased linear weights with align_corners, an (out, size) matrix.
+def _antialias_weights(size: int, out: int, scale: float) -> np.ndarray:
+    """torch's antialiased linear weights, an (out, size) matrix.
 
-    The triangle filter, widened by the scale (in - 1) / (out - 1) when downsampling, is
-    centred at scale * (i + 0.5) and renormalized where it leaves the input (torch's
+    The triangle filter, widened by torch's scale when downsampling, is centred at
+    scale * (i + 0.5) and renormalized where it leaves the input (torch's
     _compute_index_ranges_weights; checked against torch in float64).
     """
-    scale = (size - 1) / (out - 1) if out > 1 else 0.0
     support, inverse = (scale, 1.0 / scale) if scale >= 1.0 else (1.0, 1.0)
     weights = np.zeros((out, size))
     for i in range(out):
@@ -715,16 +714,26 @@ def _antialias_weights(size: int, out: int) -> np.ndarray:
     return weights
 
 
-def _antialias_align_corners(g, sts, outputs, x: str, sizes: list, out: list) -> str:
-    """torch's antialiased align_corners mapping has no Resize mode: one MatMul per axis."""
+def _torch_scale(size: int, out: int, scale, align_corners: bool) -> float:
+    """torch's area_pixel_compute_scale: the source step per output pixel."""
+    if align_corners:
+        return (size - 1) / (out - 1) if out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else size / out
+
+
+def _antialias_matmul(g, sts, outputs, x: str, sizes: list, out: list, scales: list, align_corners: bool) -> str:
+    """Antialiasing with align_corners or torch's scale factors (which Resize cannot take
+    with the output size: 10 to 3 by 1.7) as torch's own weights, one MatMul per axis."""
     if not all(type(v) is int for v in (*sizes, *out)):
         raise UnsupportedError(
-            f"{sts.op_name} with align_corners=True on dynamic sizes (its weights are built "
-            f"for static sizes); export with static spatial sizes or align_corners=False."
+            f"{sts.op_name} with align_corners=True or scale factors on dynamic sizes (its "
+            f"weights are built for static sizes); export with static spatial sizes, or give "
+            f"the output size with align_corners=False."
         )
     dtype = numpy_dtype(g.get_type(x))
-    rows = g.op.MatMul(_antialias_weights(sizes[0], out[0]).astype(dtype), x)
-    return g.op.MatMul(rows, _antialias_weights(sizes[1], out[1]).T.astype(dtype), outputs=outputs)
+    h, w = (_antialias_weights(n, o, _torch_scale(n, o, s, align_corners)) for n, o, s in zip(sizes, out, scales))
+    rows = g.op.MatMul(h.astype(dtype), x)
+    return g.op.MatMul(rows, w.T.astype(dtype), outputs=outputs)
 
 
 # aten::upsample_linear1d.vec, upsample_bilinear2d.vec, upsample_trilinear3d.vec
