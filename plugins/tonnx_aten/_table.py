@@ -14,6 +14,7 @@ FAMILIES = (
     "creation",
     "linalg",
     "conv_pool",
+    "resize",
     "normalization",
     "attention",
     "recurrent",
