@@ -29,6 +29,15 @@ CONFIGS = {
     "qwen3_moe": lambda: transformers.Qwen3MoeConfig(
         **COMMON, **MOE, moe_intermediate_size=32, num_experts=4, head_dim=16,
         decoder_sparse_step=1, mlp_only_layers=[]),
+    "stablelm": lambda: transformers.StableLmConfig(**COMMON),  # partial rotary 0.25
+    "smollm3": lambda: transformers.SmolLM3Config(**COMMON, pad_token_id=0, no_rope_layers=[1, 0]),  # layer 1: no rope
+    "olmoe": lambda: transformers.OlmoeConfig(**COMMON, **MOE, num_experts=4, pad_token_id=0),
+    "deepseek_v3": lambda: transformers.DeepseekV3Config(
+        **COMMON, **MOE, moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1,
+        n_group=1, topk_group=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=32,
+        qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16),
+    "gemma3_text": lambda: transformers.Gemma3TextConfig(
+        **COMMON, head_dim=16, sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
 }
 
 

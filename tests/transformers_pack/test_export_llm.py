@@ -48,7 +48,9 @@ def _transformers_tokens(model, n: int) -> list[int]:
     with torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
                              do_sample=False, pad_token_id=0)
-    return out[0, len(PROMPT):].tolist()
+    want = out[0, len(PROMPT):].tolist()
+    eos = model.generation_config.eos_token_id
+    return want[: want.index(eos) + 1] if eos in want else want  # genai stops at eos
 
 
 def test_folder_contents(exported):
@@ -74,7 +76,11 @@ def test_folder_contents(exported):
 def test_genai_greedy_tokens_equal_transformers(exported):
     og = _genai()
     _, out, model = exported
-    n = 16
+    got, want = _genai_tokens(og, out, 16), _transformers_tokens(model, 16)
+    assert len(got) >= 8 and got == want
+
+
+def _genai_tokens(og, out, n: int) -> list[int]:
     genai_model = og.Model(str(out))
     params = og.GeneratorParams(genai_model)
     params.set_search_options(max_length=len(PROMPT) + n, do_sample=False)
@@ -84,10 +90,7 @@ def test_genai_greedy_tokens_equal_transformers(exported):
     while not generator.is_done():
         generator.generate_next_token()
         got.append(int(generator.get_next_tokens()[0]))
-    want = _transformers_tokens(model, n)
-    eos = model.generation_config.eos_token_id
-    want = want[: want.index(eos) + 1] if eos in want else want  # genai stops at eos
-    assert len(got) >= 8 and got == want
+    return got
 
 
 def test_genai_tokenizer_loads_the_copied_files(exported):
@@ -259,3 +262,30 @@ def test_a_callable_source_is_the_model_in_memory(tmp_path):
     assert not any(p.device.type == "meta" for p in src.model.parameters())
     with pytest.raises(SourceError, match="expected a transformers causal LM"):
         load_source(f"{tmp_path / 'mymodels.py'}:not_a_model", precision="fp32")
+
+
+def test_a_latent_attention_cache_is_refused(tmp_path):
+    """DeepSeek-V3 caches a one-head latent (key) and rotary part (value) of two sizes: no
+    onnxruntime-genai folder; the error comes before the export and nothing is written."""
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    llm_folders.save_folder("deepseek_v3", tmp_path / "src")
+    with pytest.raises(UnsupportedError, match="multi-head latent attention.*kv_lora_rank=16"):
+        export_llm(tmp_path / "src", tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):
+    """StableLM (partial rotary), SmolLM3 (a layer without rotary), OLMoE (in memory) and
+    Gemma3 text (sliding window 8 < 26 positions): the rows of docs/llm-export.md. One test,
+    not one per model: 27 s for the four (one export each, weights of a few hundred kB)."""
+    from tonnx_transformers import export_llm
+
+    og = _genai()
+    for name in ("stablelm", "smollm3", "olmoe", "gemma3_text"):
+        model = llm_folders.save_folder(name, tmp_path / name)
+        done = export_llm(tmp_path / name, tmp_path / f"{name}-onnx")
+        assert done.check.max_abs_diff < 1e-5, name
+        got, want = _genai_tokens(og, tmp_path / f"{name}-onnx", 20), _transformers_tokens(model, 20)
+        assert len(got) >= 8 and got == want, name
