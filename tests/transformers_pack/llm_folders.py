@@ -30,7 +30,9 @@ CONFIGS = {
         **COMMON, **MOE, moe_intermediate_size=32, num_experts=4, head_dim=16,
         decoder_sparse_step=1, mlp_only_layers=[]),
     "stablelm": lambda: transformers.StableLmConfig(**COMMON),  # partial rotary 0.25
-    "smollm3": lambda: transformers.SmolLM3Config(**COMMON, pad_token_id=0, no_rope_layers=[1, 0]),  # layer 1: no rope
+    # layer 1 without rotary; its tied head repeats the last token at initializer_range 0.02
+    "smollm3": lambda: transformers.SmolLM3Config(**COMMON, pad_token_id=0, no_rope_layers=[1, 0],
+                                                  initializer_range=0.2),
     "olmoe": lambda: transformers.OlmoeConfig(**COMMON, **MOE, num_experts=4, pad_token_id=0),
     "deepseek_v3": lambda: transformers.DeepseekV3Config(
         **COMMON, **MOE, moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1,
