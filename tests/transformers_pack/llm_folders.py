@@ -6,6 +6,7 @@ byte-level BPE, saved with ``PreTrainedTokenizerFast``.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import transformers
 
@@ -67,3 +68,32 @@ def save_folder(name: str, folder, seed: int = 0):
     m.save_pretrained(folder)
     tokenizer().save_pretrained(folder)
     return m
+
+
+#: The prompt the greedy-token tests generate from.
+PROMPT = [5, 17, 42, 7, 99, 3]
+
+
+def genai_tokens(og, out, n: int) -> list[int]:
+    """onnxruntime-genai's ``n`` greedy tokens after PROMPT from the folder ``out``."""
+    genai_model = og.Model(str(out))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=len(PROMPT) + n, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(np.array([PROMPT], dtype=np.int32))
+    got = []
+    while not generator.is_done():
+        generator.generate_next_token()
+        got.append(int(generator.get_next_tokens()[0]))
+    return got
+
+
+def transformers_tokens(model, n: int) -> list[int]:
+    """transformers' ``generate(do_sample=False)`` after PROMPT, cut at eos as genai stops."""
+    ids = torch.tensor([PROMPT])
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
+                             do_sample=False, pad_token_id=0)
+    want = out[0, len(PROMPT):].tolist()
+    eos = model.generation_config.eos_token_id
+    return want[: want.index(eos) + 1] if eos in want else want

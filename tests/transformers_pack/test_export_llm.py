@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -22,8 +21,6 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 import llm_folders  # noqa: E402
-
-PROMPT = [5, 17, 42, 7, 99, 3]
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +38,6 @@ def _genai():
         "onnxruntime_genai",
         reason="onnxruntime-genai is not installed (pip install -e '.[test]' installs it)",
     )
-
-
-def _transformers_tokens(model, n: int) -> list[int]:
-    ids = torch.tensor([PROMPT])
-    with torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
-                             do_sample=False, pad_token_id=0)
-    want = out[0, len(PROMPT):].tolist()
-    eos = model.generation_config.eos_token_id
-    return want[: want.index(eos) + 1] if eos in want else want  # genai stops at eos
 
 
 def test_folder_contents(exported):
@@ -76,21 +63,8 @@ def test_folder_contents(exported):
 def test_genai_greedy_tokens_equal_transformers(exported):
     og = _genai()
     _, out, model = exported
-    got, want = _genai_tokens(og, out, 16), _transformers_tokens(model, 16)
+    got, want = llm_folders.genai_tokens(og, out, 16), llm_folders.transformers_tokens(model, 16)
     assert len(got) >= 8 and got == want
-
-
-def _genai_tokens(og, out, n: int) -> list[int]:
-    genai_model = og.Model(str(out))
-    params = og.GeneratorParams(genai_model)
-    params.set_search_options(max_length=len(PROMPT) + n, do_sample=False)
-    generator = og.Generator(genai_model, params)
-    generator.append_tokens(np.array([PROMPT], dtype=np.int32))
-    got = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        got.append(int(generator.get_next_tokens()[0]))
-    return got
 
 
 def test_genai_tokenizer_loads_the_copied_files(exported):
@@ -287,5 +261,5 @@ def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):
         model = llm_folders.save_folder(name, tmp_path / name)
         done = export_llm(tmp_path / name, tmp_path / f"{name}-onnx")
         assert done.check.max_abs_diff < 5e-5, name  # SmolLM3: 6.1e-6
-        got, want = _genai_tokens(og, tmp_path / f"{name}-onnx", 20), _transformers_tokens(model, 20)
+        got, want = llm_folders.genai_tokens(og, tmp_path / f"{name}-onnx", 20), llm_folders.transformers_tokens(model, 20)
         assert len(got) >= 8 and got == want, name

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import collections
 
-import numpy as np
 import onnx
 import pytest
-import torch
 
 from tonnx.cli import main
 
@@ -23,7 +21,6 @@ pytest.importorskip("tokenizers")
 
 import llm_folders  # noqa: E402
 
-PROMPT = [5, 17, 42, 7, 99, 3]
 
 
 @pytest.fixture(scope="module", params=["llama", "qwen3"])
@@ -56,22 +53,7 @@ def test_genai_greedy_tokens_equal_transformers(exported):
         reason="onnxruntime-genai is not installed (pip install -e '.[test]' installs it)",
     )
     out, model = exported
-    n = 16
-    genai_model = og.Model(str(out))
-    params = og.GeneratorParams(genai_model)
-    params.set_search_options(max_length=len(PROMPT) + n, do_sample=False)
-    generator = og.Generator(genai_model, params)
-    generator.append_tokens(np.array([PROMPT], dtype=np.int32))
-    got = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        got.append(int(generator.get_next_tokens()[0]))
-    ids = torch.tensor([PROMPT])
-    with torch.no_grad():
-        want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
-                              do_sample=False, pad_token_id=0)[0, len(PROMPT):].tolist()
-    eos = model.generation_config.eos_token_id
-    want = want[: want.index(eos) + 1] if eos in want else want  # genai stops at eos
+    got, want = llm_folders.genai_tokens(og, out, 16), llm_folders.transformers_tokens(model, 16)
     assert len(got) >= 8 and got == want
 
 
