@@ -21,6 +21,7 @@ from tonnx.authoring._converter_helpers import (
     unused_output,
 )
 from tonnx._errors import UnsupportedError
+from tonnx.authoring._fourier import conjugate, dft
 from tonnx.authoring._graph_converter import convert_graph
 from tonnx.authoring._math import quadrant_atan, signbit
 from tonnx.builder._dtypes import numpy_dtype, onnx_type_from_numpy, onnx_type_from_torch, torch_dtype
@@ -33,7 +34,9 @@ __all__ = [
     "RewriteRule",
     "UnsupportedError",
     "cast",
+    "conjugate",
     "convert_graph",
+    "dft",
     "is_float",
     "named",
     "numpy_dtype",

@@ -15,7 +15,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, named, numpy_dtype
+from tonnx.converters import cast, conjugate, dft, named, numpy_dtype
 
 #: complex ONNX type -> the type of its parts
 PARTS = {TensorProto.COMPLEX64: TensorProto.FLOAT, TensorProto.COMPLEX128: TensorProto.DOUBLE}
@@ -33,18 +33,6 @@ def _part_type(elem: int, op: str) -> int:
             f"DFT takes float and double only. Cast the input to float32 first."
         )
     return part
-
-
-def _dft(g, x: str, axis: int, onesided: bool = False) -> str:
-    """Forward DFT of the pair tensor ``x`` ([..., 1] real or [..., 2]) along ``axis``."""
-    if g.main_opset >= 20:
-        return g.op.DFT(x, None, _i64(axis), onesided=int(onesided))
-    return g.op.DFT(x, axis=axis, onesided=int(onesided))
-
-
-def _conj(g, x: str) -> str:
-    """The conjugate of a pair tensor: the imaginary part negated (exact)."""
-    return g.op.Mul(x, np.array([1, -1], dtype=numpy_dtype(g.get_type(x))))
 
 
 def _signal_size(g, x: str, shape: tuple, dims: list[int]):
@@ -81,10 +69,10 @@ def _axes(dim, rank: int, op: str) -> list[int]:
 def _c2c(g, x: str, axes: list[int], forward: bool) -> str:
     """The unnormalized DFT (or inverse DFT) of pair tensor ``x`` over ``axes``."""
     if not forward:
-        x = _conj(g, x)
+        x = conjugate(g, x)
     for axis in axes:
-        x = _dft(g, x, axis)
-    return x if forward else _conj(g, x)
+        x = dft(g, x, axis)
+    return x if forward else conjugate(g, x)
 
 
 # aten::_fft_c2c.default
@@ -111,9 +99,9 @@ def aten__fft_r2c(g, sts, outputs, self, dim, normalization, onesided):
     size = _signal_size(g, self, shape, axes)
     x = g.op.Unsqueeze(cast(g, self, part), _i64([-1]))  # a real signal: [..., 1]
     # the last axis first, one-sided there as torch's (Hermitian symmetry along it)
-    x = _dft(g, x, axes[-1], onesided=bool(onesided))
+    x = dft(g, x, axes[-1], onesided=bool(onesided))
     for axis in axes[:-1]:
-        x = _dft(g, x, axis)
+        x = dft(g, x, axis)
     return named(g, _normalize(g, x, normalization, size, part), outputs[0])
 
 
@@ -131,7 +119,7 @@ def _hermitian(g, x: str, axis: int, n) -> str:
     low = g.op.Slice(x, _i64([0]), kept, axes)
     # X[(n - 1) // 2], ..., X[1]: conj(X[n - k]) for k = n // 2 + 1, ..., n - 1
     high = g.op.Slice(x, half, _i64([0]), axes, _i64([-1]))
-    return g.op.Concat(_conj(g, low), high, axis=axis)
+    return g.op.Concat(conjugate(g, low), high, axis=axis)
 
 
 # aten::_fft_c2r.default
@@ -153,7 +141,7 @@ def aten__fft_c2r(g, sts, outputs, self, dim, normalization, last_dim_size):
         x = _c2c(g, x, axes[:-1], forward=False)
     # the inverse along the last axis is real: Re(DFT(conj(full spectrum))), where the
     # imaginary parts of X[0] (and X[n/2]) drop out as in pocketfft's c2r
-    x = _dft(g, _hermitian(g, x, last, n), last)
+    x = dft(g, _hermitian(g, x, last, n), last)
     real = g.op.Gather(x, _i64(0), axis=-1)
     sizes = [_signal_size(g, self, shape, axes[:-1]) if axes[:-1] else 1, n]
     if all(type(s) is int for s in sizes):

@@ -5,8 +5,8 @@
 multiplications). Complex values are pair tensors [..., 2] (real, imaginary), the layout of
 ONNX's ``DFT``. Every transform is a forward ``DFT`` (opset 17; its axis an input from
 opset 20); an inverse is ``conj(DFT(conj(x)))``, unnormalized as the prim. The aten pack's
-``fft.py`` converts ``aten::_fft_*`` the same way; packs do not import each other, so the
-few helpers below are this pack's own.
+``fft.py`` converts ``aten::_fft_*`` the same way, with the DFT helpers of
+``tonnx.converters``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx import Converter, UnsupportedError
-from tonnx.converters import cast, named, numpy_dtype
+from tonnx.converters import cast, conjugate, dft, named, numpy_dtype
 
 #: complex ONNX type -> the type of its parts
 PARTS = {TensorProto.COMPLEX64: TensorProto.FLOAT, TensorProto.COMPLEX128: TensorProto.DOUBLE}
@@ -42,27 +42,15 @@ def _axes(dim, rank: int, op: str) -> list[int]:
     return axes
 
 
-def _dft(g, x: str, axis: int, onesided: bool = False) -> str:
-    """Forward DFT of the pair tensor ``x`` ([..., 1] real or [..., 2]) along ``axis``."""
-    if g.main_opset >= 20:
-        return g.op.DFT(x, None, _i64(axis), onesided=int(onesided))
-    return g.op.DFT(x, axis=axis, onesided=int(onesided))
-
-
-def _conj(g, x: str) -> str:
-    """The conjugate of a pair tensor: the imaginary part negated (exact)."""
-    return g.op.Mul(x, np.array([1, -1], dtype=numpy_dtype(g.get_type(x))))
-
-
 # prims::fft_r2c.default
 def prims_fft_r2c(g, sts, outputs, self, dim, onesided):
     "fft_r2c(Tensor self, *, int[] dim, bool onesided) -> Tensor"
     part = _part_type(sts.dtype, "prims::fft_r2c")
     axes = _axes(dim, len(sts.input_shapes[0]), "prims::fft_r2c")
     x = g.op.Unsqueeze(cast(g, self, part), _i64([-1]))  # a real signal: [..., 1]
-    x = _dft(g, x, axes[-1], onesided=bool(onesided))  # one-sided along the last dim only
+    x = dft(g, x, axes[-1], onesided=bool(onesided))  # one-sided along the last dim only
     for axis in axes[:-1]:
-        x = _dft(g, x, axis)
+        x = dft(g, x, axis)
     return named(g, x, outputs[0])
 
 
@@ -70,10 +58,10 @@ def prims_fft_r2c(g, sts, outputs, self, dim, onesided):
 def prims_fft_c2c(g, sts, outputs, self, dim, forward):
     "fft_c2c(Tensor self, *, int[] dim, bool forward) -> Tensor"
     axes = _axes(dim, len(sts.input_shapes[0]), "prims::fft_c2c")
-    x = self if forward else _conj(g, self)
+    x = self if forward else conjugate(g, self)
     for axis in axes:
-        x = _dft(g, x, axis)
-    return named(g, x if forward else _conj(g, x), outputs[0])
+        x = dft(g, x, axis)
+    return named(g, x if forward else conjugate(g, x), outputs[0])
 
 
 # prims::fft_c2r.default
@@ -88,13 +76,13 @@ def prims_fft_c2r(g, sts, outputs, self, dim, last_dim_size):
             f"prims::fft_c2r: the input has {shape[last]} points along dim {last}, fewer "
             f"than last_dim_size // 2 + 1 = {n // 2 + 1}; torch.fft.irfft pads them first."
         )
-    x = _conj(g, self)
+    x = conjugate(g, self)
     for axis in axes[:-1]:
-        x = _dft(g, x, axis)
+        x = dft(g, x, axis)
     # x is conj of the inverse over the other dims; along the last one the real inverse is
     # Re(DFT(conj(full spectrum))), X[k] = conj(X[n - k]) above n // 2, where the imaginary
     # parts of X[0] (and X[n/2]) drop out as in pocketfft's c2r
-    x = _dft(g, _conj_of_full_spectrum(g, x, last, n), last)
+    x = dft(g, _conj_of_full_spectrum(g, x, last, n), last)
     return g.op.Gather(x, _i64(0), axis=-1, outputs=outputs)
 
 
@@ -110,7 +98,7 @@ def _conj_of_full_spectrum(g, conj_x: str, axis: int, n) -> str:
         kept = g.op.Add(g.op.Div(n, _i64([2])), one)
     axes = _i64([axis])
     low = g.op.Slice(conj_x, _i64([0]), kept, axes)
-    high = _conj(g, g.op.Slice(conj_x, half, _i64([0]), axes, _i64([-1])))
+    high = conjugate(g, g.op.Slice(conj_x, half, _i64([0]), axes, _i64([-1])))
     return g.op.Concat(low, high, axis=axis)
 
 
