@@ -53,3 +53,19 @@ def test_other_failure_names_the_helper_and_the_forward_that_called_it():
     assert f"stopped at {helper}" in message and f"called from {caller}" in message
     assert "run the model eagerly on the same inputs" in message
     assert "torch.export's error: RuntimeError" in message
+
+
+def test_installed_package_under_the_stdlib_directory_is_model_code():
+    """Without a venv, site-packages lies inside the stdlib directory: transformers' files
+    there are the model's, not the framework's (CI's interpreter is such a one)."""
+    import sysconfig
+
+    from tonnx.pipeline.capture._export_failure import _framework
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    installed = f"{stdlib}/site-packages/transformers/models/llama/modeling_llama.py"
+    purelib = f"{sysconfig.get_paths()['purelib']}/transformers/modeling_utils.py"
+    assert not _framework(installed)
+    assert not _framework(purelib)
+    assert _framework(f"{stdlib}/contextlib.py")
+    assert _framework(torch.__file__) and _framework("<string>")

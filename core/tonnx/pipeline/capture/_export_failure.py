@@ -41,6 +41,9 @@ def export_failure_message(error: BaseException) -> str:
     )
 
 
+_INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+
+
 def _model_frames(error: BaseException) -> str:
     """``file:line in function: `code``` of the innermost frame outside torch, tonnx and the
     stdlib; when that is a helper (not a ``forward``), the module ``forward`` that called it."""
@@ -60,15 +63,25 @@ def _describe(frame: traceback.FrameSummary) -> str:
 
 
 def _framework(filename: str) -> bool:
+    """Whether ``filename`` is torch's, tonnx's or the standard library's. Installed
+    packages are the user's model code even when ``site-packages`` sits inside the stdlib
+    directory (an interpreter used without a venv)."""
     import torch
 
     import tonnx
 
-    roots = (
-        os.path.dirname(torch.__file__),
-        os.path.dirname(tonnx.__file__),
-        sysconfig.get_paths()["stdlib"],
-    )
+    if filename.startswith("<"):
+        return True
     path = os.path.abspath(filename)
-    inside = any(path.startswith(os.path.abspath(r) + os.sep) for r in roots)
-    return filename.startswith("<") or inside
+    paths = sysconfig.get_paths()
+    if _inside(path, os.path.dirname(torch.__file__)) or _inside(
+        path, os.path.dirname(tonnx.__file__)
+    ):
+        return True
+    installed = any(_inside(path, paths[key]) for key in ("purelib", "platlib"))
+    installed = installed or not _INSTALLED_DIRS.isdisjoint(path.split(os.sep))
+    return not installed and _inside(path, paths["stdlib"])
+
+
+def _inside(path: str, root: str) -> bool:
+    return path.startswith(os.path.abspath(root) + os.sep)
