@@ -97,3 +97,14 @@ def transformers_tokens(model, n: int) -> list[int]:
     want = out[0, len(PROMPT):].tolist()
     eos = model.generation_config.eos_token_id
     return want[: want.index(eos) + 1] if eos in want else want
+
+
+def fused_attention_with_cache() -> bool:
+    """True when the installed packs and onnxruntime give a folder's attention as
+    GroupQueryAttention with the cache (tonnx-ortcontrib, onnxruntime 1.32+): q/k/v are
+    then one packed projection and rotary runs inside the op."""
+    try:
+        from tonnx_ortcontrib._target import resolve
+    except ImportError:
+        return False
+    return resolve({}).gqa_with_cache

@@ -25,7 +25,9 @@ pytest.importorskip("tokenizers")
 import llm_folders  # noqa: E402
 
 PROMPT = (torch.arange(16, dtype=torch.int64)[None] * 7919 + 11) % llm_folders.VOCAB
-LINEARS = 7 * 2 + 1  # q, k, v, o, gate, up, down per layer, and the lm head
+# per layer q/k/v packed into one (the ortcontrib pack's GroupQueryAttention), o, gate, up,
+# down; and the lm head
+LINEARS = 5 * 2 + 1 if llm_folders.fused_attention_with_cache() else 7 * 2 + 1
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +95,17 @@ def test_int4_linear_layers_are_matmulnbits(int4):
     attrs = {tuple(sorted((a.name, onnx.helper.get_attribute_value(a)) for a in n.attribute)) for n in nodes}
     assert {dict(a)["bits"] for a in attrs} == {4} and {dict(a)["block_size"] for a in attrs} == {32}
     assert {dict(a)["accuracy_level"] for a in attrs} == {4}  # the builder's CPU default
+    tables = {n.input[i] for n in model.graph.node if n.op_type == "GroupQueryAttention" for i in (7, 8)}
+    # rotary cos and sin of every position, shared by the layers (with the fused attention)
+    assert len(tables) == (2 if llm_folders.fused_attention_with_cache() else 0)
     floats = {i.name for i in model.graph.initializer
               if i.data_type == onnx.TensorProto.FLOAT and len(i.dims) == 2 and not i.name.endswith("_scales")}
-    assert floats == {"model.embed_tokens.weight"}  # no float32 copy of a linear weight is kept
+    assert floats - tables == {"model.embed_tokens.weight"}  # no float32 copy of a linear weight
     readers = {n.op_type for n in model.graph.node if "model.embed_tokens.weight" in n.input}
     assert readers == {"Gather"}  # the MatMuls left (attention, before onnxruntime 1.32) read no weight
     meta = {p.key: p.value for p in model.metadata_props}
     assert tuple(int(v) for v in meta["pkg.tonnx.min_onnxruntime"].split(".")) >= (1, 31, 1)
-    assert "llm_int4:matmul_nbits x15" in meta["pkg.tonnx.rewrites"]
+    assert f"llm_int4:matmul_nbits x{LINEARS}" in meta["pkg.tonnx.rewrites"]
 
 
 def test_int4_weights_are_onnxruntimes_blocks_of_the_checkpoint(source, int4):
@@ -117,6 +122,40 @@ def test_int4_weights_are_onnxruntimes_blocks_of_the_checkpoint(source, int4):
     name = "model.layers.1.mlp.down_proj.weight"
     np.testing.assert_array_equal(_initializer(int4, name + "_Q4"), packed)
     np.testing.assert_array_equal(_initializer(int4, name + "_scales"), scales)
+
+
+def _blocks(weight: np.ndarray, bits: int = 4):
+    from onnxruntime.quantization.matmul_nbits_quantizer import (
+        DefaultWeightOnlyQuantConfig,
+        DefaultWeightOnlyQuantizer,
+    )
+
+    config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, bits=bits)
+    packed, scales, _ = DefaultWeightOnlyQuantizer(config).qbits_block_quant(np.ascontiguousarray(weight.T))
+    return packed, scales
+
+
+@pytest.mark.skipif(not llm_folders.fused_attention_with_cache(),
+                    reason="q/k/v are packed for GroupQueryAttention with a cache (tonnx-ortcontrib, onnxruntime 1.32)")
+def test_packed_qkv_is_the_three_projections_quantized_apart(source, int4):
+    """q, k and v are packed into one weight while the checkpoint streams (a derived
+    initializer), then quantized: blocks run along K, so the packed blocks are each
+    projection's own, stacked along N."""
+    _, model = source
+    attn = model.model.layers[0].self_attn
+    parts = [_blocks(p.weight.detach().numpy()) for p in (attn.q_proj, attn.k_proj, attn.v_proj)]
+    n = sum(p[0].shape[0] for p in parts)
+    onx = onnx.load(str(int4 / "model.onnx"))
+    weights = {i.name: i for i in onx.graph.initializer}
+    queries = {nd.input[0] for nd in onx.graph.node if nd.op_type == "GroupQueryAttention"}
+    packed = [nd for nd in onx.graph.node if nd.op_type == "MatMulNBits" and nd.output[0] in queries]
+    assert {a.name: a.i for a in packed[0].attribute}["N"] == n
+    assert len(packed) == 2  # one per layer
+    from onnx.numpy_helper import to_array
+
+    first = packed[0]
+    np.testing.assert_array_equal(to_array(weights[first.input[1]]), np.concatenate([p[0] for p in parts]))
+    np.testing.assert_array_equal(to_array(weights[first.input[2]]), np.concatenate([p[1] for p in parts]))
 
 
 def test_int4_folder_runs_in_genai(int4):

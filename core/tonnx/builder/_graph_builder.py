@@ -50,6 +50,8 @@ class GraphBuilder:
         #: initializers and folded results: name -> numpy array or torch tensor
         self.constants: dict[str, Any] = {}
         self._small_constants: dict[tuple, str] = {}
+        #: initializers computed from others when the model is written (builder/_derived.py)
+        self.derivations: dict[str, Any] = parent.derivations if parent else {}
         self.inputs: list[str] = []
         self.outputs: list[str] = []
         self.nodes: list[Node] = []
@@ -187,6 +189,14 @@ class GraphBuilder:
         if key is not None:
             self._small_constants.setdefault(key, name)
         return name
+
+    def make_derived_initializer(self, sources: Sequence[str], compute, shape: tuple[int, ...], dtype) -> str:
+        """A new initializer ``compute(*values of sources)`` (numpy arrays in, one out) of
+        ``shape`` and torch ``dtype``; for weights on ``meta``, computed as the file is
+        written (see builder/_derived.py)."""
+        from tonnx.builder._derived import derive
+
+        return derive(self, list(sources), compute, tuple(shape), dtype)
 
     # -- inputs and outputs -------------------------------------------------------------------
 

@@ -35,7 +35,10 @@ class RewriteRule:
     with ``ctx.node(...)``, must produce every output of ``node`` that is read. A rule
     returns None when the pattern does not match exactly: a rewrite never approximates.
     ``priority`` overrides the pack's priority for this rule only, as a converter's does
-    (a user's re-prioritisation of the pack shifts it by the same amount).
+    (a user's re-prioritisation of the pack shifts it by the same amount). ``stage``
+    orders sweeps: every rule of stage 0 (fusions) has run over the whole graph before a
+    rule of stage 1 (lowerings such as weight quantization, which must see the fused
+    projections) sees it.
     """
 
     name: str
@@ -43,6 +46,7 @@ class RewriteRule:
     apply: Callable[[RewriteContext, Any], Sequence[Any] | None]
     domain: str = ""
     priority: int | None = None
+    stage: int = 0
 
 
 class RewriteContext:

@@ -96,15 +96,17 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
 
 
 def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str) -> Any:
+    from .genai_config import context_length
     from .inputs import example_call
 
     streamed = bool(src.weights)
     kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")
     src.model.config.use_cache = True
-    weights, dispatcher, plan = _precision.export_options(spec, src, block_size)
+    weights, packs, plan = _precision.export_options(spec, src, block_size)
+    options = _runtime.to_onnx_options(runtime, packs, context_length(src.config))
     onx = tonnx.to_onnx(
         src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
-        weights=weights, **_runtime.to_onnx_options(runtime, dispatcher),
+        weights=weights, **options,
     )
     if plan is not None and not plan.rewritten:
         from tonnx import UnsupportedError

@@ -35,7 +35,7 @@ def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "mod
     vocab = _dims(outputs["logits"])[-1]
     eos = _ids(generation.eos_token_id) or _ids(config.eos_token_id)
     pad = _ids(generation.pad_token_id) or _ids(getattr(config, "pad_token_id", None)) or eos
-    context = _context_length(config)
+    context = context_length(config)
     names_in = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
     if "position_ids" in inputs:
         names_in["position_ids"] = "position_ids"
@@ -99,7 +99,7 @@ def _one(ids: list[int]) -> Any:
     return None if not ids else ids[0] if len(ids) == 1 else ids
 
 
-def _context_length(config: Any) -> int:
+def context_length(config: Any) -> int:
     for name in ("max_position_embeddings", "n_positions", "seq_length"):
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:

@@ -84,17 +84,15 @@ def torch_dtype(spec: Precision) -> Any:
     return getattr(torch, spec.dtype)
 
 
-def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[Any, Any, Any]:
-    """(weights=, dispatcher=, the QuantPlan or None) for ``to_onnx``."""
+def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[Any, list, Any]:
+    """(weights=, the extra packs the precision needs, the QuantPlan or None) for ``to_onnx``."""
     from tonnx.pipeline.write._weights import SafetensorsWeights
 
     if spec.bits is None:
         weights = SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if src.weights else None
-        return weights, None, None
-    import tonnx
-
+        return weights, [], None
     from .quantize import DEFAULT_BLOCK_SIZE, QuantizingWeights, QuantPlan, quantize_pack
 
     plan = QuantPlan(bits=spec.bits, block_size=block_size or DEFAULT_BLOCK_SIZE)
     weights = QuantizingWeights(src.weights, src.aliases, plan, cast_floats=True) if src.weights else None
-    return weights, tonnx.Dispatcher(extra_packs=[quantize_pack(plan)]), plan
+    return weights, [quantize_pack(plan)], plan

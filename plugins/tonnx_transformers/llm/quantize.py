@@ -96,8 +96,9 @@ def quantize_pack(plan: QuantPlan) -> Any:
             name=f"llm_int{plan.bits}", load=lambda: [], version="0.1.0", priority=300,
             domains={MS_DOMAIN: 1},
             description=f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits",
-            rewrites=lambda: [RewriteRule("matmul_nbits", "MatMul", rewrite),
-                              RewriteRule("gemm_nbits", "Gemm", gemm)],
+            # stage 1: after the fusions (q/k/v packed into one MatMul, quantized as one)
+            rewrites=lambda: [RewriteRule("matmul_nbits", "MatMul", rewrite, stage=1),
+                              RewriteRule("gemm_nbits", "Gemm", gemm, stage=1)],
             runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME},
         )
 

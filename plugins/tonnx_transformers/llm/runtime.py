@@ -40,14 +40,17 @@ def check_runtime(runtime: str, precision: str) -> None:
         )
 
 
-def to_onnx_options(runtime: str, dispatcher: Any = None) -> dict[str, Any]:
-    """``target_opset=`` and ``dispatcher=`` for ``to_onnx`` (``dispatcher``: the one the
-    precision step asks for, kept for the default runtime)."""
-    if runtime != "onnx":
-        return {"dispatcher": dispatcher}
+def to_onnx_options(runtime: str, packs: list, context_length: int) -> dict[str, Any]:
+    """``target_opset=`` and ``dispatcher=`` for ``to_onnx``; ``packs``: the precision's
+    own (quantization), added for the default runtime with the genai folder's rotary
+    tables of ``context_length`` positions (position_tables.py)."""
     import tonnx
 
-    if dispatcher is not None:
+    if runtime != "onnx":
+        from .position_tables import position_tables_pack
+
+        return {"dispatcher": tonnx.Dispatcher(extra_packs=[*packs, position_tables_pack(context_length)])}
+    if packs:
         raise tonnx.UnsupportedError(
             "--runtime onnx with a precision that adds its own converter pack; use fp32 or fp16."
         )

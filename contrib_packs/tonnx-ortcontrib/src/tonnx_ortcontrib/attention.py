@@ -419,11 +419,35 @@ def gqa_repeat_kv(ctx, node):
 
 
 def _projection(ctx, name: str):
-    """(x, weight) when ``name`` is ``MatMul(x, W)`` with a constant 2-D weight."""
+    """(x, weight, transposed) when ``name`` is ``MatMul(x, W)`` (W ``[K, N]``) or
+    ``MatMul(x, Transpose(W))`` (``nn.Linear``'s ``[N, K]`` weight) with W a 2-D initializer,
+    in memory or on ``meta`` (a streamed model's: packed as the file is written)."""
     mm = producer_of(ctx, name, "MatMul")
-    if mm is None or not ctx.g.is_constant(mm.inputs[1]) or len(shape(ctx, mm.inputs[1]) or ()) != 2:
+    if mm is None:
         return None
-    return mm.inputs[0], mm.inputs[1]
+    weight, transposed = mm.inputs[1], False
+    t = ctx.producer(weight)
+    if t is not None:
+        if t.op_type != "Transpose" or t.domain or list(t.attributes.get("perm", [1, 0])) != [1, 0]:
+            return None
+        weight, transposed = t.inputs[0], True
+    if weight not in ctx.g.constants or len(shape(ctx, weight) or ()) != 2:
+        return None
+    return mm.inputs[0], weight, transposed
+
+
+def _packed_weight(g, parts) -> str:
+    """One ``[K, N_q + N_k + N_v]`` initializer of the three projections' weights."""
+    names = [w for _, w, _ in parts]
+    flips = [t for _, _, t in parts]
+    dims = [g.get_shape(w) for w in names]
+    k = dims[0][1] if flips[0] else dims[0][0]
+    n = sum(d[0] if t else d[1] for d, t in zip(dims, flips))
+
+    def pack(*values):
+        return np.concatenate([v.T if t else v for v, t in zip(values, flips)], axis=1)
+
+    return g.make_derived_initializer(names, pack, (k, n), g.constants[names[0]].dtype)
 
 
 def _prompt_positions(ctx, positions: str, length) -> bool:
@@ -478,7 +502,7 @@ def gqa_packed_qkv(ctx, node):
     if rq is not None and not all(same_value(ctx, a, b, depth=10) for a, b in zip(rq, rk)):
         return None
     parts = [_projection(ctx, name) for name in (q, k, node.inputs[2])]
-    if None in parts or len({x for x, _ in parts}) != 1:
+    if None in parts or len({x for x, _, _ in parts}) != 1:
         return None
     # with a cache the op's own positions start at P: the RotaryEmbedding positions then go in
     cached = len(node.inputs) > 3 and bool(node.inputs[3])
@@ -489,11 +513,10 @@ def gqa_packed_qkv(ctx, node):
     if rq is not None and (q_shape is None or (q_shape[-1] // node.attributes["num_heads"]) % 16):
         return None  # onnxruntime's rotary inside the op wants a head size multiple of 16
     g = ctx.g
-    weights = [g.get_constant(w) for _, w in parts]
-    if len({w.dtype for w in weights}) != 1 or len({w.shape[0] for w in weights}) != 1:
+    ks = {shape(ctx, w)[1 if t else 0] for _, w, t in parts}
+    if len({g.get_type(w) for _, w, _ in parts}) != 1 or len(ks) != 1:
         return None
-    packed_w = g.make_initializer("", np.concatenate(weights, axis=1), dedup=False)
-    new = [ctx.node("MatMul", [parts[0][0], packed_w], 1)]
+    new = [ctx.node("MatMul", [parts[0][0], _packed_weight(g, parts)], 1)]
     inputs = [new[0].outputs[0], "", "", *node.inputs[3:7], *(rq[1:] if rq else ("", "")), *node.inputs[9:]]
     if per_row:
         inputs[7:10] = [*_table_rows(ctx, rq[1:], node.inputs[6], new), rq[0]]

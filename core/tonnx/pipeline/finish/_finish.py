@@ -57,13 +57,15 @@ def apply_pack_rewrites(g, registry, config) -> None:
     if not rules:
         return
     fired = Counter()
-    for graph in (g, *g.functions.values()):  # local functions' bodies are rewritten too
-        fired_here = apply_rewrites(graph, rules)
-        if fired_here:
-            graph.remove_identity_nodes()  # rules alias a result through Identity
-            graph.eliminate_common_subexpressions()
-            graph.remove_unused()
-            fired.update(fired_here)
+    for stage in sorted({rule.stage for _, rule in rules}):
+        staged = [(pack, rule) for pack, rule in rules if rule.stage == stage]
+        for graph in (g, *g.functions.values()):  # local functions' bodies are rewritten too
+            fired_here = apply_rewrites(graph, staged)
+            if fired_here:
+                graph.remove_identity_nodes()  # rules alias a result through Identity
+                graph.eliminate_common_subexpressions()
+                graph.remove_unused()
+                fired.update(fired_here)
     if fired:
         g.metadata_props["pkg.tonnx.rewrites"] = ", ".join(f"{k} x{v}" for k, v in sorted(fired.items()))
 

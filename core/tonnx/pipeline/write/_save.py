@@ -31,7 +31,7 @@ def save(g, filename: str, external_data: bool | None, weights=None):
         from tonnx.pipeline.write._weights import SafetensorsWeights
 
         source = weights if isinstance(weights, SafetensorsWeights) else SafetensorsWeights(weights)
-        payload = source.payload
+        payload = source.with_derivations(g.derivations).payload
     # streamed weights= stay in their files: the proto references the data file
     return _file_writer.save(g, filename, external_data=external_data, payload=payload,
                              return_data=total <= EXTERNAL_DATA_THRESHOLD and weights is None)

@@ -13,6 +13,8 @@ import glob
 import os
 from typing import Any
 
+import numpy as np
+
 from tonnx._errors import OutputFileError
 from tonnx.builder import _constants, _proto
 
@@ -51,14 +53,27 @@ class SafetensorsWeights:
         self._aliases = dict(aliases or {})
         self._cast_floats = cast_floats
         self._where: dict[str, str] = {}
+        #: initializers computed from others as they are written (builder/_derived.py)
+        self.derivations: dict[str, Any] = {}
         for path in self.paths:
             with safe_open(path, framework="pt") as f:
                 for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
                     self._where.setdefault(key, path)
 
+    def with_derivations(self, derivations: dict[str, Any]) -> SafetensorsWeights:
+        """A copy that also computes the graph's derived initializers from their sources."""
+        import copy
+
+        source = copy.copy(self)
+        source.derivations = {**self.derivations, **derivations}
+        return source
+
     def load(self, name: str, like) -> Any:
         """The tensor ``name``, checked against the shape and dtype the model declares."""
         from safetensors import safe_open
+
+        if name in self.derivations:
+            return self._derive(name, like)
 
         stored = self._aliases.get(name, name)
         path = self._where.get(stored)
@@ -81,6 +96,21 @@ class SafetensorsWeights:
                 f"model expects {like.dtype} {tuple(like.shape)}."
             )
         return tensor
+
+    def _derive(self, name: str, like) -> np.ndarray:
+        derivation = self.derivations[name]
+        values = [
+            _constants.as_numpy(v if _constants.has_data(v) else self.load(source, v))
+            for source, v in derivation.sources
+        ]
+        value = derivation.compute(*values)
+        del values
+        if tuple(value.shape) != tuple(like.shape) or _constants.elem_type(value) != _constants.elem_type(like):
+            raise OutputFileError(
+                f"Derived weight {name!r} computed as {value.dtype} {tuple(value.shape)}, the graph "
+                f"declares {like.dtype} {tuple(like.shape)} (a pack's rewrite is wrong)."
+            )
+        return value
 
     def payload(self, name: str, value) -> memoryview:
         """Bytes of an initializer: read from the files for a 'meta' tensor."""
