@@ -57,7 +57,8 @@ def test_folder_contents(exported):
     assert (decoder["num_hidden_layers"], decoder["num_key_value_heads"], decoder["head_size"]) == (
         cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads)
     assert config["model"]["eos_token_id"] == model.generation_config.eos_token_id
-    assert config["search"]["past_present_share_buffer"] is False
+    # one max_length buffer per cache, updated in place by GroupQueryAttention (onnxruntime 1.32)
+    assert config["search"]["past_present_share_buffer"] is llm_folders.fused_attention_with_cache()
 
 
 def test_genai_greedy_tokens_equal_transformers(exported):

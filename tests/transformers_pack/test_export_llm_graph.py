@@ -47,6 +47,9 @@ def test_projections_packed_and_rotary_inside_attention(exported):
     rewrites = {p.key: p.value for p in onx.metadata_props}["pkg.tonnx.rewrites"]
     assert "ortcontrib:gqa_packed_qkv x2" in rewrites
     assert "llm_position_tables:position_tables x2" in rewrites
+    # the bias and lengths from attention_mask: transformers' (B, 1, S, T) mask is gone
+    assert "llm_padding_bias:padding_bias x2" in rewrites and "llm_padding_bias:padding_alive x1" in rewrites
+    assert not _nodes(onx, "GatherND") and not _nodes(onx, "IsInf")
     attention = _nodes(onx, "GroupQueryAttention")
     assert len(attention) == 2
     assert all({a.name: a.i for a in n.attribute}.get("do_rotary") == 1 for n in attention)
@@ -97,3 +100,44 @@ def test_a_position_past_the_tables_is_refused(exported):
     feeds["position_ids"] = np.array([[rows]])
     with pytest.raises(Exception, match="out of range"):
         session.run(None, feeds)
+
+
+def _torch_step(model, ids, mask, positions, cache):
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True)
+    return out.logits.numpy(), out.past_key_values
+
+
+def test_left_padding_gives_torchs_numbers(exported):
+    """A batch of two prompts, the first left-padded (its first two queries see no key:
+    torch gives them zero attention), then one decode step: logits and cache equal
+    torch's, so the bias read from attention_mask alone is the mask torch applies."""
+    import onnxruntime as ort
+    from transformers import DynamicCache
+
+    out, model = exported
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    config = model.config
+    layers, heads = config.num_hidden_layers, config.num_key_value_heads
+    ids = torch.tensor([[0, 0, 5, 17, 42], [3, 9, 11, 7, 99]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy()}
+    for i in range(layers):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = np.zeros((2, heads, 0, 16), np.float32)
+    got = session.run(None, feeds)
+    want, cache = _torch_step(model, ids, mask, positions, DynamicCache(config=config))
+    np.testing.assert_allclose(got[0], want, atol=1e-4, rtol=1e-4)
+    # one decode step on the cache the graph wrote
+    step_ids, step_mask = torch.tensor([[8], [4]]), torch.cat([mask, torch.ones(2, 1, dtype=mask.dtype)], -1)
+    step_pos = positions[:, -1:] + 1
+    feeds = {"input_ids": step_ids.numpy(), "attention_mask": step_mask.numpy(), "position_ids": step_pos.numpy()}
+    names = [o.name for o in session.get_outputs()]
+    for name, value in zip(names[1:], got[1:]):
+        feeds[name.replace("present", "past_key_values")] = value
+    got_step = session.run(None, feeds)
+    want_step, cache = _torch_step(model, step_ids, step_mask, step_pos, cache)
+    np.testing.assert_allclose(got_step[0], want_step, atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(got_step[1], cache.layers[0].keys.numpy(), atol=1e-5, rtol=1e-5)

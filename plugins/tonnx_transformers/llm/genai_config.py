@@ -6,7 +6,11 @@ generation config. Nothing is copied from a template. The model type is onnxrunt
 generic ``decoder``: the graph is self-contained (positions, rotary, masking are in it), so
 no architecture-specific behaviour of the runtime is wanted.
 
-``past_present_share_buffer`` is false: tonnx's presents are ``past + sequence`` long, a new
+``past_present_share_buffer`` is true when the graph allows it: every past is read by
+``GroupQueryAttention`` only and every present is that op's output, so onnxruntime-genai
+may pass one ``max_length`` buffer per cache as both, which the op updates in place (the
+graph reads no length from the cache's shape). Otherwise (standard attention, e.g. for
+onnxruntime before 1.32) it is false: the presents are ``past + sequence`` long, a new
 buffer each step, which onnxruntime-genai then feeds back as the next past.
 """
 
@@ -18,6 +22,29 @@ from typing import Any
 from tonnx import UnsupportedError
 
 _CACHE = re.compile(r"^(?P<prefix>.*?)\.(?P<layer>\d+)\.(?P<kind>key|value)$")
+
+
+def shares_buffers(onx: Any) -> bool:
+    """True when each ``past_key_values.*`` input is read only as GroupQueryAttention's
+    past (inputs 3, 4) and each ``present.*`` output is that op's present (outputs 1, 2)."""
+    pasts = {i.name for i in onx.graph.input if i.name.startswith("past_key_values.")}
+    presents = {o.name for o in onx.graph.output if o.name.startswith("present.")}
+    if not pasts or not presents:
+        return False
+    read, written = set(), set()
+    for node in onx.graph.node:
+        fused = node.op_type == "GroupQueryAttention" and node.domain == "com.microsoft"
+        for i, name in enumerate(node.input):
+            if name in pasts:
+                if not fused or i not in (3, 4):
+                    return False
+                read.add(name)
+        for i, name in enumerate(node.output):
+            if name in presents:
+                if not fused or i not in (1, 2):
+                    return False
+                written.add(name)
+    return read == pasts and written == presents
 
 
 def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "model.onnx") -> dict:
@@ -61,7 +88,7 @@ def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "mod
         "vocab_size": vocab if isinstance(vocab, int) else config.vocab_size,
     }
     return {"model": {k: v for k, v in model.items() if v is not None},
-            "search": _search(generation, context)}
+            "search": _search(generation, context, shares_buffers(onx))}
 
 
 def _cache_names(names: list[str], prefix: str) -> tuple[str, str, int]:
@@ -110,7 +137,7 @@ def context_length(config: Any) -> int:
     )
 
 
-def _search(generation: Any, context: int) -> dict:
+def _search(generation: Any, context: int, share: bool) -> dict:
     """Search defaults from the generation config; the caller's options override them."""
     def get(name, default):
         value = getattr(generation, name, None)
@@ -126,7 +153,7 @@ def _search(generation: Any, context: int) -> dict:
         "no_repeat_ngram_size": int(get("no_repeat_ngram_size", 0)),
         "num_beams": int(get("num_beams", 1)),
         "num_return_sequences": int(get("num_return_sequences", 1)),
-        "past_present_share_buffer": False,
+        "past_present_share_buffer": share,
         "repetition_penalty": float(get("repetition_penalty", 1.0)),
         "temperature": float(get("temperature", 1.0)),
         "top_k": int(get("top_k", 50)),

@@ -42,14 +42,17 @@ def check_runtime(runtime: str, precision: str) -> None:
 
 def to_onnx_options(runtime: str, packs: list, context_length: int) -> dict[str, Any]:
     """``target_opset=`` and ``dispatcher=`` for ``to_onnx``; ``packs``: the precision's
-    own (quantization), added for the default runtime with the genai folder's rotary
-    tables of ``context_length`` positions (position_tables.py)."""
+    own (quantization), added for the default runtime with the genai folder's step
+    rules: rotary tables of ``context_length`` positions (position_tables.py) and the
+    attention bias read from attention_mask (padding_bias.py)."""
     import tonnx
 
     if runtime != "onnx":
+        from .padding_bias import padding_bias_pack
         from .position_tables import position_tables_pack
 
-        return {"dispatcher": tonnx.Dispatcher(extra_packs=[*packs, position_tables_pack(context_length)])}
+        step = [position_tables_pack(context_length), padding_bias_pack()]
+        return {"dispatcher": tonnx.Dispatcher(extra_packs=[*packs, *step])}
     if packs:
         raise tonnx.UnsupportedError(
             "--runtime onnx with a precision that adds its own converter pack; use fp32 or fp16."

@@ -1,0 +1,299 @@
+"""The attention bias of a genai folder read from ``attention_mask`` directly.
+
+transformers builds the mask of a step with a KV cache as ``causal & padding`` over the
+(B, 1, S, T) grid of queries and keys: ``kv_idx <= q_idx`` with ``q_idx = arange(S) + past``
+and ``kv_idx = arange(T)``, ``T = past + S``; and ``attention_mask[b, kv_idx]`` gathered at
+every grid point. The ortcontrib pack turns that mask into GroupQueryAttention's bias as
+torch computes it (0 / -inf, rows with no visible key set to 0 and their output zeroed),
+about 40 small nodes a step, and reads the op's lengths from the bias' shape.
+
+GroupQueryAttention with a cache applies the causal part itself (``causal=1``, the keys
+``j <= i + T - S``), which is exactly transformers' causal term here. What is left is the
+padding, one row of keys per batch entry: the bias is ``where(attention_mask[b, j], 0,
+-inf)`` broadcast over the queries, a row has a visible key when the cumulative count of
+``attention_mask[b, :i + past + 1]`` is positive, and the op's lengths are the mask's
+(``T`` its length, as onnxruntime-genai passes it and the builder's graphs read it). Two rules rewrite the bias of every layer and the zeroing factor once
+each, to the same values on every input (they fire only on that exact structure).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto
+
+MS_DOMAIN = "com.microsoft"
+
+
+def padding_bias_pack() -> Any:
+    """A pack (for ``Dispatcher(extra_packs=[...])``) with the two stage-1 rules."""
+    import types
+
+    import tonnx
+    from tonnx.converters import RewriteRule
+
+    made: dict = {}  # per (graph, mask): the new bias, factor and lengths, shared by layers
+
+    def bias(ctx, node):
+        return attention_from_padding(ctx, node, made)
+
+    def factor(ctx, node):
+        return alive_from_padding(ctx, node, made)
+
+    def tonnx_pack():
+        return tonnx.PackSpec(
+            name="llm_padding_bias", load=lambda: [], version="0.1.0", priority=300,
+            domains={MS_DOMAIN: 1},
+            description="export-llm: GroupQueryAttention's bias from attention_mask alone",
+            rewrites=lambda: [
+                # above position_tables (300): each rewrites the op, the other then sees the result
+                RewriteRule("padding_bias", "GroupQueryAttention", bias, domain=MS_DOMAIN, stage=1,
+                            priority=310),
+                RewriteRule("padding_alive", "Squeeze", factor, stage=1),
+            ],
+        )
+
+    return types.SimpleNamespace(tonnx_pack=tonnx.hookimpl(tonnx_pack))
+
+
+# -- matching transformers' mask --------------------------------------------------------------
+
+
+def _op(ctx, name: str, op_type: str):
+    node = ctx.producer(name) if name else None
+    return node if node is not None and node.op_type == op_type and not node.domain else None
+
+
+def _const(ctx, name: str):
+    g = ctx.g
+    return g.get_constant(name) if name and g.is_constant(name) else None
+
+
+def _is_scalar(ctx, name: str, value: float) -> bool:
+    c = _const(ctx, name)
+    return c is not None and c.size == 1 and float(c.reshape(-1)[0]) == value
+
+
+def _arange(ctx, name: str):
+    """(n, offset) when ``name`` is ``Range(0, n, 1)`` (1-D) or ``Add(Range(0, n, 1), offset)``
+    with a 0-d offset."""
+    offset = None
+    add = _op(ctx, name, "Add")
+    if add is not None:
+        name, offset = add.inputs
+        if _op(ctx, name, "Range") is None:
+            name, offset = offset, name
+    rng = _op(ctx, name, "Range")
+    if rng is None or not _is_scalar(ctx, rng.inputs[0], 0) or not _is_scalar(ctx, rng.inputs[2], 1):
+        return None
+    if offset is not None and _is_scalar(ctx, offset, 0):
+        offset = None
+    if offset is not None and ctx.g.get_shape(offset) != ():
+        return None  # a 0-d offset keeps the range 1-D
+    return rng.inputs[1], offset
+
+
+def _grid(ctx, name: str, axis: int):
+    """(n, offset) when ``name`` is a 4-D ``arange(n) + offset`` along ``axis``, size 1 elsewhere."""
+    shape = ctx.g.get_shape(name)
+    if shape is None or len(shape) != 4 or any(d != 1 for i, d in enumerate(shape) if i != axis):
+        return None
+    while (node := _op(ctx, name, "Unsqueeze")) is not None:
+        name = node.inputs[0]
+    return _arange(ctx, name)
+
+
+def _same_sum(ctx, total: str, a: str, b: str) -> bool:
+    add = _op(ctx, total, "Add")
+    return add is not None and sorted(add.inputs) == sorted((a, b))
+
+
+def _causal(ctx, name: str):
+    """(T, S, past) when ``name`` is ``LessOrEqual(arange(T) on axis 3, arange(S) + past on
+    axis 2)`` with ``T = past + S``: GroupQueryAttention's own causal mask with a cache."""
+    le = _op(ctx, name, "LessOrEqual")
+    if le is None:
+        return None
+    keys, queries = _grid(ctx, le.inputs[0], 3), _grid(ctx, le.inputs[1], 2)
+    if keys is None or queries is None or keys[1] is not None or queries[1] is None:
+        return None
+    (total, _), (length, past) = keys, queries
+    return (total, length, past, le.inputs[0]) if _same_sum(ctx, total, past, length) else None
+
+
+def _padding(ctx, name: str, keys: str):
+    """(attention_mask as bool) when ``name`` is ``GatherND(Cast(attention_mask, BOOL),
+    Concat(b grid, kv grid))``: ``attention_mask[b, kv_idx]`` at every (b, 0, i, j)."""
+    gather = _op(ctx, name, "GatherND")
+    cast = gather and _op(ctx, gather.inputs[0], "Cast")
+    concat = gather and _op(ctx, gather.inputs[1], "Concat")
+    if cast is None or concat is None or cast.attributes.get("to") != TensorProto.BOOL:
+        return None
+    g = ctx.g
+    mask = cast.inputs[0]
+    if mask not in g.inputs or len(g.get_shape(mask) or ()) != 2 or gather.attributes.get("batch_dims", 0):
+        return None
+    if len(concat.inputs) != 2 or concat.attributes.get("axis") not in (-1, 4):
+        return None
+    parts = []
+    for part in concat.inputs:
+        unsq = _op(ctx, part, "Unsqueeze")
+        expand = unsq and _op(ctx, unsq.inputs[0], "Expand")
+        axes = unsq and _const(ctx, unsq.inputs[1])
+        if expand is None or axes is None or [int(a) for a in axes.reshape(-1)] not in ([-1], [4]):
+            return None
+        parts.append(expand.inputs[0])
+    batch = _grid(ctx, parts[0], 0)
+    if batch is None or batch[1] is not None or parts[1] != keys:
+        return None
+    return cast.outputs[0]
+
+
+def _hf_mask(ctx, name: str):
+    """(mask bool (B, M), T, S, past) when ``name`` is ``Where(causal & padding, 0, -inf)``."""
+    where = _op(ctx, name, "Where")
+    if where is None or not _is_scalar(ctx, where.inputs[1], 0) or not _is_scalar(ctx, where.inputs[2], -np.inf):
+        return None
+    conj = _op(ctx, where.inputs[0], "And")
+    if conj is None:
+        return None
+    for a, b in (conj.inputs, conj.inputs[::-1]):
+        causal = _causal(ctx, a)
+        if causal is not None:
+            mask = _padding(ctx, b, causal[3])
+            return None if mask is None else (mask, *causal[:3])
+    return None
+
+
+def _dead_rows_zeroed(ctx, name: str):
+    """W when ``name`` is ``Where(IsInf(ReduceMax(W, -1, keepdims)), 0, W)`` (the pack's
+    fully masked rows set to 0)."""
+    where = _op(ctx, name, "Where")
+    isinf = where and _op(ctx, where.inputs[0], "IsInf")
+    if isinf is None or not _is_scalar(ctx, where.inputs[1], 0) or isinf.attributes.get("detect_positive", 1):
+        return None
+    reduce = _op(ctx, isinf.inputs[0], "ReduceMax")
+    return where.inputs[2] if _reduced_last(ctx, reduce, where.inputs[2]) else None
+
+
+def _reduced_last(ctx, reduce, source: str) -> bool:
+    axes = reduce and _const(ctx, reduce.inputs[1]) if reduce and len(reduce.inputs) > 1 else None
+    return (
+        reduce is not None and reduce.inputs[0] == source and axes is not None
+        and [int(a) for a in axes.reshape(-1)] in ([-1], [3]) and reduce.attributes.get("keepdims", 1) == 1
+    )
+
+
+# -- the replacement ----------------------------------------------------------------------------
+
+
+class _Parts:
+    """The new bias, row factor and lengths of one mask, made once, read by every layer.
+
+    Lengths come from ``attention_mask`` (B, T) and the query length S: the cache's own
+    length is not read, so a genai folder may share its past and present buffers (a cache
+    of ``max_length`` rows updated in place, whose shape says nothing of the tokens in it).
+    onnxruntime-genai's mask is always ``past + S`` long; transformers computes T the same
+    for such inputs."""
+
+    def __init__(self, ctx, mask: str, total: str, length: str, past: str):
+        self.ctx, self.nodes = ctx, []
+        g = ctx.g
+
+        def const(value, dtype=np.int64) -> str:
+            return g.make_initializer("", np.array(value, dtype=dtype))
+
+        count = self._add("CumSum", [self._add("Cast", [mask], to=TensorProto.INT32), const(1)])
+        # query i (of the last S keys) sees key j <= T - S + i: a visible key when the count is positive
+        last = self._add("Neg", [self._add("Unsqueeze", [length, const([0])])])
+        seen = self._add("Slice", [count, last, const([2**62]), const([1])])
+        alive = self._add("Greater", [seen, const(0, np.int32)])
+        alive4 = self._add("Unsqueeze", [alive, const([1, 3])])
+        row = self._add("Unsqueeze", [mask, const([1, 2])])
+        zero, minus_inf = const(0.0, np.float32), const(-np.inf, np.float32)
+        padded = self._add("Where", [row, zero, minus_inf])
+        self.bias = self._add("Where", [alive4, padded, zero])  # (B, 1, S, T)
+        self.alive = self._add("Cast", [alive], to=TensorProto.FLOAT)  # (B, S)
+        batch = self._add("Shape", [mask], start=0, end=1)
+        self.total = self._add("Cast", [self._add("Squeeze", [self._add("Shape", [mask], start=1, end=2), const([0])])],
+                               to=TensorProto.INT32)
+        self.seqlens = self._add("Expand", [self._add("Sub", [self.total, const(1, np.int32)]), batch])
+        self.queries = self._add("Expand", [self._add("Cast", [length], to=TensorProto.INT32), batch])
+
+    def _add(self, op_type: str, inputs: list[str], **attributes) -> str:
+        node = self.ctx.node(op_type, inputs, 1, **attributes)
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def take(self) -> list:
+        """The nodes still to place (placed with the first rule that uses them)."""
+        nodes, self.nodes = self.nodes, []
+        return nodes
+
+
+def _parts(ctx, made: dict, found) -> _Parts:
+    key = (id(ctx.g), *found)
+    if key not in made:
+        made[key] = _Parts(ctx, *found)
+    return made[key]
+
+
+def attention_from_padding(ctx, node, made: dict):
+    """GroupQueryAttention (cache, causal) whose bias is transformers' mask -> its bias,
+    lengths and query lengths from ``attention_mask``, ``T``, ``S`` and ``B``."""
+    a = node.attributes
+    if a.get("causal") != 1 or len(node.inputs) < 17 or not node.inputs[3] or not node.inputs[16]:
+        return None
+    mask_bias = _dead_rows_zeroed(ctx, node.inputs[10])
+    found = mask_bias and _hf_mask(ctx, mask_bias)
+    if not found:
+        return None
+    parts = _parts(ctx, made, found)
+    if not _lengths_of(ctx, node, node.inputs[10]):
+        return None
+    inputs = list(node.inputs)
+    inputs[5], inputs[6], inputs[10], inputs[16] = parts.seqlens, parts.total, parts.bias, parts.queries
+    return [*parts.take(), ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **a)]
+
+
+def _lengths_of(ctx, node, bias: str) -> bool:
+    """The op's lengths are the pack's, read from the bias' shape (B, 1, S, T): T - 1, T, S."""
+    def dims(name: str) -> set[str]:
+        """The results whose Shape ``name`` is computed from (None: a graph input too)."""
+        found, stack, seen = set(), [name], set()
+        while stack:
+            name = stack.pop()
+            n = ctx.producer(name)
+            if name in seen or ctx.g.is_constant(name):
+                continue
+            seen.add(name)
+            if n is None:
+                found.add(None)
+            elif n.op_type == "Shape":
+                found.add(n.inputs[0])
+            else:
+                stack.extend(i for i in n.inputs if i)
+        return found
+
+    return all(dims(node.inputs[i]) == {bias} for i in (5, 6, 16))
+
+
+def alive_from_padding(ctx, node, made: dict):
+    """``Squeeze(Cast(Not(IsInf(ReduceMax(mask bias)))), 1)``, the pack's 0/1 factor of
+    each query row, -> the same factor from ``attention_mask``."""
+    cast = _op(ctx, node.inputs[0], "Cast")
+    negated = cast and cast.attributes.get("to") == TensorProto.FLOAT and _op(ctx, cast.inputs[0], "Not")
+    isinf = negated and _op(ctx, negated.inputs[0], "IsInf")
+    reduce = isinf and not isinf.attributes.get("detect_positive", 1) and _op(ctx, isinf.inputs[0], "ReduceMax")
+    if not reduce or not _reduced_last(ctx, reduce, reduce.inputs[0]):
+        return None
+    axes = _const(ctx, node.inputs[1]) if len(node.inputs) > 1 else None
+    if axes is None or [int(x) for x in axes.reshape(-1)] != [1]:
+        return None
+    found = _hf_mask(ctx, reduce.inputs[0])
+    if not found:
+        return None
+    parts = _parts(ctx, made, found)
+    factor = ctx.node("Unsqueeze", [parts.alive, ctx.g.make_initializer("", np.array([2], dtype=np.int64))], node.outputs)
+    return [*parts.take(), factor]
