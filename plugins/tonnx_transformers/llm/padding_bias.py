@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import TensorProto
 
 MS_DOMAIN = "com.microsoft"
@@ -151,7 +152,8 @@ def _padding(ctx, name: str, keys: str):
 
 
 def _hf_mask(ctx, name: str):
-    """(mask bool (B, M), T, S, past) when ``name`` is ``Where(causal & padding, 0, -inf)``."""
+    """(mask bool (B, M), T, S, past, float type) when ``name`` is ``Where(causal & padding,
+    0, -inf)``."""
     where = _op(ctx, name, "Where")
     if where is None or not _is_scalar(ctx, where.inputs[1], 0) or not _is_scalar(ctx, where.inputs[2], -np.inf):
         return None
@@ -162,7 +164,7 @@ def _hf_mask(ctx, name: str):
         causal = _causal(ctx, a)
         if causal is not None:
             mask = _padding(ctx, b, causal[3])
-            return None if mask is None else (mask, *causal[:3])
+            return None if mask is None else (mask, *causal[:3], ctx.g.get_type(name))
     return None
 
 
@@ -197,9 +199,10 @@ class _Parts:
     onnxruntime-genai's mask is always ``past + S`` long; transformers computes T the same
     for such inputs."""
 
-    def __init__(self, ctx, mask: str, total: str, length: str, past: str):
+    def __init__(self, ctx, mask: str, total: str, length: str, past: str, float_type: int):
         self.ctx, self.nodes = ctx, []
         g = ctx.g
+        floats = onnx.helper.tensor_dtype_to_np_dtype(float_type)
 
         def const(value, dtype=np.int64) -> str:
             return g.make_initializer("", np.array(value, dtype=dtype))
@@ -211,10 +214,10 @@ class _Parts:
         alive = self._add("Greater", [seen, const(0, np.int32)])
         alive4 = self._add("Unsqueeze", [alive, const([1, 3])])
         row = self._add("Unsqueeze", [mask, const([1, 2])])
-        zero, minus_inf = const(0.0, np.float32), const(-np.inf, np.float32)
+        zero, minus_inf = const(0.0, floats), const(-np.inf, floats)
         padded = self._add("Where", [row, zero, minus_inf])
         self.bias = self._add("Where", [alive4, padded, zero])  # (B, 1, S, T)
-        self.alive = self._add("Cast", [alive], to=TensorProto.FLOAT)  # (B, S)
+        self.alive = self._add("Cast", [alive], to=float_type)  # (B, S)
         batch = self._add("Shape", [mask], start=0, end=1)
         self.total = self._add("Cast", [self._add("Squeeze", [self._add("Shape", [mask], start=1, end=2), const([0])])],
                                to=TensorProto.INT32)
@@ -283,7 +286,7 @@ def alive_from_padding(ctx, node, made: dict):
     """``Squeeze(Cast(Not(IsInf(ReduceMax(mask bias)))), 1)``, the pack's 0/1 factor of
     each query row, -> the same factor from ``attention_mask``."""
     cast = _op(ctx, node.inputs[0], "Cast")
-    negated = cast and cast.attributes.get("to") == TensorProto.FLOAT and _op(ctx, cast.inputs[0], "Not")
+    negated = cast and _op(ctx, cast.inputs[0], "Not")
     isinf = negated and _op(ctx, negated.inputs[0], "IsInf")
     reduce = isinf and not isinf.attributes.get("detect_positive", 1) and _op(ctx, isinf.inputs[0], "ReduceMax")
     if not reduce or not _reduced_last(ctx, reduce, reduce.inputs[0]):
@@ -292,7 +295,7 @@ def alive_from_padding(ctx, node, made: dict):
     if axes is None or [int(x) for x in axes.reshape(-1)] != [1]:
         return None
     found = _hf_mask(ctx, reduce.inputs[0])
-    if not found:
+    if not found or cast.attributes.get("to") != found[-1]:
         return None
     parts = _parts(ctx, made, found)
     factor = ctx.node("Unsqueeze", [parts.alive, ctx.g.make_initializer("", np.array([2], dtype=np.int64))], node.outputs)
