@@ -24,14 +24,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-MS_DOMAIN = "com.microsoft"
+from ._rules import MS_DOMAIN, constant, producer, rules_pack
 
 
 def padding_bias_pack() -> Any:
     """A pack (for ``Dispatcher(extra_packs=[...])``) with the two stage-1 rules."""
-    import types
-
-    import tonnx
     from tonnx.converters import RewriteRule
 
     made: dict = {}  # per (graph, mask): the new bias, factor and lengths, shared by layers
@@ -42,37 +39,19 @@ def padding_bias_pack() -> Any:
     def factor(ctx, node):
         return alive_from_padding(ctx, node, made)
 
-    def tonnx_pack():
-        return tonnx.PackSpec(
-            name="llm_padding_bias", load=lambda: [], version="0.1.0", priority=300,
-            domains={MS_DOMAIN: 1},
-            description="export-llm: GroupQueryAttention's bias from attention_mask alone",
-            rewrites=lambda: [
-                # above position_tables (300): each rewrites the op, the other then sees the result
-                RewriteRule("padding_bias", "GroupQueryAttention", bias, domain=MS_DOMAIN, stage=1,
-                            priority=310),
-                RewriteRule("padding_alive", "Squeeze", factor, stage=1),
-            ],
-        )
-
-    return types.SimpleNamespace(tonnx_pack=tonnx.hookimpl(tonnx_pack))
+    rules = [
+        # above position_tables (300): each rewrites the op, the other then sees the result
+        RewriteRule("padding_bias", "GroupQueryAttention", bias, domain=MS_DOMAIN, stage=1, priority=310),
+        RewriteRule("padding_alive", "Squeeze", factor, stage=1),
+    ]
+    return rules_pack("llm_padding_bias", "export-llm: GroupQueryAttention's bias from attention_mask alone", rules)
 
 
 # -- matching transformers' mask --------------------------------------------------------------
 
 
-def _op(ctx, name: str, op_type: str):
-    node = ctx.producer(name) if name else None
-    return node if node is not None and node.op_type == op_type and not node.domain else None
-
-
-def _const(ctx, name: str):
-    g = ctx.g
-    return g.get_constant(name) if name and g.is_constant(name) else None
-
-
 def _is_scalar(ctx, name: str, value: float) -> bool:
-    c = _const(ctx, name)
+    c = constant(ctx, name)
     return c is not None and c.size == 1 and float(c.reshape(-1)[0]) == value
 
 
@@ -80,12 +59,12 @@ def _arange(ctx, name: str):
     """(n, offset) when ``name`` is ``Range(0, n, 1)`` (1-D) or ``Add(Range(0, n, 1), offset)``
     with a 0-d offset."""
     offset = None
-    add = _op(ctx, name, "Add")
+    add = producer(ctx, name, "Add")
     if add is not None:
         name, offset = add.inputs
-        if _op(ctx, name, "Range") is None:
+        if producer(ctx, name, "Range") is None:
             name, offset = offset, name
-    rng = _op(ctx, name, "Range")
+    rng = producer(ctx, name, "Range")
     if rng is None or not _is_scalar(ctx, rng.inputs[0], 0) or not _is_scalar(ctx, rng.inputs[2], 1):
         return None
     if offset is not None and _is_scalar(ctx, offset, 0):
@@ -100,35 +79,35 @@ def _grid(ctx, name: str, axis: int):
     shape = ctx.g.get_shape(name)
     if shape is None or len(shape) != 4 or any(d != 1 for i, d in enumerate(shape) if i != axis):
         return None
-    while (node := _op(ctx, name, "Unsqueeze")) is not None:
+    while (node := producer(ctx, name, "Unsqueeze")) is not None:
         name = node.inputs[0]
     return _arange(ctx, name)
 
 
 def _same_sum(ctx, total: str, a: str, b: str) -> bool:
-    add = _op(ctx, total, "Add")
+    add = producer(ctx, total, "Add")
     return add is not None and sorted(add.inputs) == sorted((a, b))
 
 
 def _causal(ctx, name: str):
-    """(T, S, past) when ``name`` is ``LessOrEqual(arange(T) on axis 3, arange(S) + past on
-    axis 2)`` with ``T = past + S``: GroupQueryAttention's own causal mask with a cache."""
-    le = _op(ctx, name, "LessOrEqual")
+    """(S, the key grid) when ``name`` is ``LessOrEqual(arange(T) on axis 3, arange(S) + past
+    on axis 2)`` with ``T = past + S``: GroupQueryAttention's own causal mask with a cache."""
+    le = producer(ctx, name, "LessOrEqual")
     if le is None:
         return None
     keys, queries = _grid(ctx, le.inputs[0], 3), _grid(ctx, le.inputs[1], 2)
     if keys is None or queries is None or keys[1] is not None or queries[1] is None:
         return None
     (total, _), (length, past) = keys, queries
-    return (total, length, past, le.inputs[0]) if _same_sum(ctx, total, past, length) else None
+    return (length, le.inputs[0]) if _same_sum(ctx, total, past, length) else None
 
 
 def _padding(ctx, name: str, keys: str):
     """(attention_mask as bool) when ``name`` is ``GatherND(Cast(attention_mask, BOOL),
     Concat(b grid, kv grid))``: ``attention_mask[b, kv_idx]`` at every (b, 0, i, j)."""
-    gather = _op(ctx, name, "GatherND")
-    cast = gather and _op(ctx, gather.inputs[0], "Cast")
-    concat = gather and _op(ctx, gather.inputs[1], "Concat")
+    gather = producer(ctx, name, "GatherND")
+    cast = gather and producer(ctx, gather.inputs[0], "Cast")
+    concat = gather and producer(ctx, gather.inputs[1], "Concat")
     if cast is None or concat is None or cast.attributes.get("to") != TensorProto.BOOL:
         return None
     g = ctx.g
@@ -139,9 +118,9 @@ def _padding(ctx, name: str, keys: str):
         return None
     parts = []
     for part in concat.inputs:
-        unsq = _op(ctx, part, "Unsqueeze")
-        expand = unsq and _op(ctx, unsq.inputs[0], "Expand")
-        axes = unsq and _const(ctx, unsq.inputs[1])
+        unsq = producer(ctx, part, "Unsqueeze")
+        expand = unsq and producer(ctx, unsq.inputs[0], "Expand")
+        axes = unsq and constant(ctx, unsq.inputs[1])
         if expand is None or axes is None or [int(a) for a in axes.reshape(-1)] not in ([-1], [4]):
             return None
         parts.append(expand.inputs[0])
@@ -152,35 +131,35 @@ def _padding(ctx, name: str, keys: str):
 
 
 def _hf_mask(ctx, name: str):
-    """(mask bool (B, M), T, S, past, float type) when ``name`` is ``Where(causal & padding,
-    0, -inf)``."""
-    where = _op(ctx, name, "Where")
+    """(mask bool (B, T), S, float type) when ``name`` is ``Where(causal & padding, 0, -inf)``."""
+    where = producer(ctx, name, "Where")
     if where is None or not _is_scalar(ctx, where.inputs[1], 0) or not _is_scalar(ctx, where.inputs[2], -np.inf):
         return None
-    conj = _op(ctx, where.inputs[0], "And")
+    conj = producer(ctx, where.inputs[0], "And")
     if conj is None:
         return None
     for a, b in (conj.inputs, conj.inputs[::-1]):
         causal = _causal(ctx, a)
         if causal is not None:
-            mask = _padding(ctx, b, causal[3])
-            return None if mask is None else (mask, *causal[:3], ctx.g.get_type(name))
+            length, keys = causal
+            mask = _padding(ctx, b, keys)
+            return None if mask is None else (mask, length, ctx.g.get_type(name))
     return None
 
 
 def _dead_rows_zeroed(ctx, name: str):
     """W when ``name`` is ``Where(IsInf(ReduceMax(W, -1, keepdims)), 0, W)`` (the pack's
     fully masked rows set to 0)."""
-    where = _op(ctx, name, "Where")
-    isinf = where and _op(ctx, where.inputs[0], "IsInf")
+    where = producer(ctx, name, "Where")
+    isinf = where and producer(ctx, where.inputs[0], "IsInf")
     if isinf is None or not _is_scalar(ctx, where.inputs[1], 0) or isinf.attributes.get("detect_positive", 1):
         return None
-    reduce = _op(ctx, isinf.inputs[0], "ReduceMax")
+    reduce = producer(ctx, isinf.inputs[0], "ReduceMax")
     return where.inputs[2] if _reduced_last(ctx, reduce, where.inputs[2]) else None
 
 
 def _reduced_last(ctx, reduce, source: str) -> bool:
-    axes = reduce and _const(ctx, reduce.inputs[1]) if reduce and len(reduce.inputs) > 1 else None
+    axes = reduce and constant(ctx, reduce.inputs[1]) if reduce and len(reduce.inputs) > 1 else None
     return (
         reduce is not None and reduce.inputs[0] == source and axes is not None
         and [int(a) for a in axes.reshape(-1)] in ([-1], [3]) and reduce.attributes.get("keepdims", 1) == 1
@@ -199,7 +178,7 @@ class _Parts:
     onnxruntime-genai's mask is always ``past + S`` long; transformers computes T the same
     for such inputs."""
 
-    def __init__(self, ctx, mask: str, total: str, length: str, past: str, float_type: int):
+    def __init__(self, ctx, mask: str, length: str, float_type: int):
         self.ctx, self.nodes = ctx, []
         g = ctx.g
         floats = onnx.helper.tensor_dtype_to_np_dtype(float_type)
@@ -250,11 +229,9 @@ def attention_from_padding(ctx, node, made: dict):
         return None
     mask_bias = _dead_rows_zeroed(ctx, node.inputs[10])
     found = mask_bias and _hf_mask(ctx, mask_bias)
-    if not found:
+    if not found or not _lengths_of(ctx, node, node.inputs[10]):
         return None
     parts = _parts(ctx, made, found)
-    if not _lengths_of(ctx, node, node.inputs[10]):
-        return None
     inputs = list(node.inputs)
     inputs[5], inputs[6], inputs[10], inputs[16] = parts.seqlens, parts.total, parts.bias, parts.queries
     return [*parts.take(), ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **a)]
@@ -285,13 +262,13 @@ def _lengths_of(ctx, node, bias: str) -> bool:
 def alive_from_padding(ctx, node, made: dict):
     """``Squeeze(Cast(Not(IsInf(ReduceMax(mask bias)))), 1)``, the pack's 0/1 factor of
     each query row, -> the same factor from ``attention_mask``."""
-    cast = _op(ctx, node.inputs[0], "Cast")
-    negated = cast and _op(ctx, cast.inputs[0], "Not")
-    isinf = negated and _op(ctx, negated.inputs[0], "IsInf")
-    reduce = isinf and not isinf.attributes.get("detect_positive", 1) and _op(ctx, isinf.inputs[0], "ReduceMax")
+    cast = producer(ctx, node.inputs[0], "Cast")
+    negated = cast and producer(ctx, cast.inputs[0], "Not")
+    isinf = negated and producer(ctx, negated.inputs[0], "IsInf")
+    reduce = isinf and not isinf.attributes.get("detect_positive", 1) and producer(ctx, isinf.inputs[0], "ReduceMax")
     if not reduce or not _reduced_last(ctx, reduce, reduce.inputs[0]):
         return None
-    axes = _const(ctx, node.inputs[1]) if len(node.inputs) > 1 else None
+    axes = constant(ctx, node.inputs[1]) if len(node.inputs) > 1 else None
     if axes is None or [int(x) for x in axes.reshape(-1)] != [1]:
         return None
     found = _hf_mask(ctx, reduce.inputs[0])

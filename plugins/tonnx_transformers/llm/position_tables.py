@@ -24,16 +24,14 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-MS_DOMAIN = "com.microsoft"
+from ._rules import MS_DOMAIN, constant, producer, rules_pack
+
 _FLOATS = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16"}
 
 
 def position_tables_pack(rows: int) -> Any:
     """A pack (for ``Dispatcher(extra_packs=[...])``) whose stage-1 rule puts constant
     rotary tables of ``rows`` positions in every GroupQueryAttention with ``do_rotary``."""
-    import types
-
-    import tonnx
     from tonnx.converters import RewriteRule
 
     made: dict = {}  # one table per (graph, inv_freq, function, scaling, dtype): layers share it
@@ -41,16 +39,8 @@ def position_tables_pack(rows: int) -> Any:
     def rewrite(ctx, node):
         return constant_tables(ctx, node, rows, made)
 
-    def tonnx_pack():
-        return tonnx.PackSpec(
-            name="llm_position_tables", load=lambda: [], version="0.1.0", priority=300,
-            domains={MS_DOMAIN: 1},
-            description=f"export-llm: rotary tables of {rows} positions as constants",
-            rewrites=lambda: [RewriteRule("position_tables", "GroupQueryAttention", rewrite,
-                                          domain=MS_DOMAIN, stage=1)],
-        )
-
-    return types.SimpleNamespace(tonnx_pack=tonnx.hookimpl(tonnx_pack))
+    rule = RewriteRule("position_tables", "GroupQueryAttention", rewrite, domain=MS_DOMAIN, stage=1)
+    return rules_pack("llm_position_tables", f"export-llm: rotary tables of {rows} positions as constants", [rule])
 
 
 def constant_tables(ctx, node, rows: int, made: dict):
@@ -74,33 +64,25 @@ def constant_tables(ctx, node, rows: int, made: dict):
     return [ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **node.attributes)]
 
 
-def _producer(ctx, name: str, op_type: str):
-    node = ctx.producer(name)
-    return node if node is not None and node.op_type == op_type and not node.domain else None
-
-
 def _scalar(ctx, name: str) -> float | None:
-    g = ctx.g
-    if not g.is_constant(name):
-        return None
-    value = g.get_constant(name)
-    return float(value.reshape(-1)[0]) if value.size == 1 and value.dtype == np.float32 else None
+    value = constant(ctx, name)
+    return float(value.reshape(-1)[0]) if value is not None and value.size == 1 and value.dtype == np.float32 else None
 
 
 def _table(ctx, name: str):
     """(Cos|Sin, angles, position_ids, inv_freq, scaling, dtype) for ``Pad(Reshape(Cast?(Mul?(
     Cos|Sin(Mul(Cast(Unsqueeze(position_ids, -1)), inv_freq)), scaling)), (-1, h)))``."""
-    pad = _producer(ctx, name, "Pad")
-    rows = pad and _producer(ctx, pad.inputs[0], "Reshape")
+    pad = producer(ctx, name, "Pad")
+    rows = pad and producer(ctx, pad.inputs[0], "Reshape")
     if rows is None:
         return None
     x = rows.inputs[0]
     dtype = ctx.g.get_type(x)
-    cast = _producer(ctx, x, "Cast")
+    cast = producer(ctx, x, "Cast")
     if cast is not None:
         x = cast.inputs[0]
     scaling = 1.0
-    mul = _producer(ctx, x, "Mul")
+    mul = producer(ctx, x, "Mul")
     if mul is not None:
         scaling = _scalar(ctx, mul.inputs[1])
         if scaling is None:
@@ -119,15 +101,15 @@ def _angles(ctx, name: str):
     """(position_ids, inv_freq) for ``Mul(Cast(Unsqueeze(position_ids, -1), FLOAT), inv_freq)``
     (either operand order), ``inv_freq`` a 1-D float32 constant, ``position_ids`` the
     (B, S) int64 graph input."""
-    mul = _producer(ctx, name, "Mul")
+    mul = producer(ctx, name, "Mul")
     if mul is None:
         return None
     g = ctx.g
     for a, b in (mul.inputs, mul.inputs[::-1]):
         if not g.is_constant(b) or g.get_constant(b).ndim != 1 or g.get_type(b) != TensorProto.FLOAT:
             continue
-        cast = _producer(ctx, a, "Cast")
-        unsq = cast and cast.attributes.get("to") == TensorProto.FLOAT and _producer(ctx, cast.inputs[0], "Unsqueeze")
+        cast = producer(ctx, a, "Cast")
+        unsq = cast and cast.attributes.get("to") == TensorProto.FLOAT and producer(ctx, cast.inputs[0], "Unsqueeze")
         if not unsq or not g.is_constant(unsq.inputs[1]):
             continue
         positions = unsq.inputs[0]
@@ -141,16 +123,15 @@ def _angles(ctx, name: str):
 def _row_index(ctx, name: str, angles: str) -> bool:
     """``name`` is ``Reshape(Range(0, ReduceProd(sizes), 1), sizes)`` with ``sizes =
     Shape(angles, 0, 2)``: the row of each (b, s) token in the per-step tables."""
-    reshape = _producer(ctx, name, "Reshape")
-    rng = reshape and _producer(ctx, reshape.inputs[0], "Range")
-    count = rng and _producer(ctx, rng.inputs[1], "ReduceProd")
-    sizes = reshape and _producer(ctx, reshape.inputs[1], "Shape")
+    reshape = producer(ctx, name, "Reshape")
+    rng = reshape and producer(ctx, reshape.inputs[0], "Range")
+    count = rng and producer(ctx, rng.inputs[1], "ReduceProd")
+    sizes = reshape and producer(ctx, reshape.inputs[1], "Shape")
     if not count or not sizes or count.inputs[0] != reshape.inputs[1] or count.attributes.get("keepdims", 1):
         return False
     if sizes.inputs[0] != angles or sizes.attributes.get("start", 0) != 0 or sizes.attributes.get("end") != 2:
         return False
-    g = ctx.g
-    start, delta = (g.get_constant(n) if g.is_constant(n) else None for n in (rng.inputs[0], rng.inputs[2]))
+    start, delta = constant(ctx, rng.inputs[0]), constant(ctx, rng.inputs[2])
     return start is not None and delta is not None and int(start) == 0 and int(delta) == 1
 
 

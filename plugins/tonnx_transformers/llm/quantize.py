@@ -79,11 +79,10 @@ class QuantPlan:
 
 
 def quantize_pack(plan: QuantPlan) -> Any:
-    """A pack (for ``Dispatcher(extra_packs=[...])``) whose one rewrite rule is the plan's."""
-    import types
-
-    import tonnx
+    """A pack (for ``Dispatcher(extra_packs=[...])``) whose rewrite rules are the plan's."""
     from tonnx.converters import RewriteRule
+
+    from ._rules import rules_pack
 
     def rewrite(ctx, node):
         return _matmul_nbits(plan, ctx, node)
@@ -91,18 +90,11 @@ def quantize_pack(plan: QuantPlan) -> Any:
     def gemm(ctx, node):
         return _gemm_nbits(plan, ctx, node)
 
-    def tonnx_pack():
-        return tonnx.PackSpec(
-            name=f"llm_int{plan.bits}", load=lambda: [], version="0.1.0", priority=300,
-            domains={MS_DOMAIN: 1},
-            description=f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits",
-            # stage 1: after the fusions (q/k/v packed into one MatMul, quantized as one)
-            rewrites=lambda: [RewriteRule("matmul_nbits", "MatMul", rewrite, stage=1),
-                              RewriteRule("gemm_nbits", "Gemm", gemm, stage=1)],
-            runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME},
-        )
-
-    return types.SimpleNamespace(tonnx_pack=tonnx.hookimpl(tonnx_pack))
+    # stage 1: after the fusions (q/k/v packed into one MatMul, quantized as one)
+    rules = [RewriteRule("matmul_nbits", "MatMul", rewrite, stage=1),
+             RewriteRule("gemm_nbits", "Gemm", gemm, stage=1)]
+    return rules_pack(f"llm_int{plan.bits}", f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits",
+                      rules, runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME})
 
 
 def _matmul_nbits(plan: QuantPlan, ctx, node):
