@@ -4,38 +4,14 @@ weights are streamed from safetensors while the file is written."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import onnx
-import pytest
 import torch
+from rule_packs import RulePack, fresh_manager  # noqa: F401 (fixture, autouse)
 
 import tonnx
-from tonnx import PackSpec, hookimpl
 from tonnx.converters import RewriteRule
 from tonnx.testing import run_onnxruntime
-
-_IDS = itertools.count()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_manager():
-    from tonnx.dispatch._manager import reset_default_manager
-
-    reset_default_manager()
-    yield
-    reset_default_manager()
-
-
-class _RulePack:
-    def __init__(self, rules):
-        self.name = f"derive{next(_IDS)}"
-        self.rules = rules
-
-    @hookimpl
-    def tonnx_pack(self) -> PackSpec:
-        return PackSpec(name=self.name, load=list, priority=100, rewrites=lambda: self.rules)
 
 
 class TwoLinears(torch.nn.Module):
@@ -48,6 +24,7 @@ class TwoLinears(torch.nn.Module):
 
     def forward(self, x):
         return self.a(x) + self.b(x).sum(-1, keepdim=True)
+
 
 
 def _linear(ctx, name):
@@ -79,7 +56,7 @@ def _pack_projections(ctx, node):
 
 def _export(model, tmp_path, device="cpu", **kwargs):
     rules = [RewriteRule("pack", "Add", _pack_projections)]
-    dispatcher = tonnx.Dispatcher(extra_packs=[_RulePack(rules)])
+    dispatcher = tonnx.Dispatcher(extra_packs=[RulePack(rules)])
     path = tmp_path / "m.onnx"
     x = torch.randn(2, 8, device=device)
     tonnx.to_onnx(model, (x,), dispatcher=dispatcher, filename=path, **kwargs)
@@ -123,6 +100,6 @@ def test_a_later_stage_sees_what_the_fusions_made():
 
     rules = [RewriteRule("pack", "Add", _pack_projections),
              RewriteRule("record", "Gemm", record, stage=1)]
-    dispatcher = tonnx.Dispatcher(extra_packs=[_RulePack(rules)])
+    dispatcher = tonnx.Dispatcher(extra_packs=[RulePack(rules)])
     tonnx.to_onnx(TwoLinears().eval(), (torch.randn(2, 8),), dispatcher=dispatcher)
     assert seen == [(8, 8)]

@@ -2,40 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
+from rule_packs import RulePack, fresh_manager  # noqa: F401 (fixture, autouse)
 
 import tonnx
-from tonnx import PackSpec, hookimpl
 from tonnx.converters import RewriteRule
 from tonnx.testing import check_model
-
-_IDS = itertools.count()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_manager():
-    """Packs given as extra_packs stay registered in the process's manager: start clean."""
-    from tonnx.dispatch._manager import reset_default_manager
-
-    reset_default_manager()
-    yield
-    reset_default_manager()
-
-
-class _RulePack:
-    """A pack object with rewrite rules only (registered through Dispatcher(extra_packs))."""
-
-    def __init__(self, rules, priority=100):
-        self.name = f"rules{next(_IDS)}"
-        self.rules = rules
-        self.priority = priority
-
-    @hookimpl
-    def tonnx_pack(self) -> PackSpec:
-        return PackSpec(name=self.name, load=list, priority=self.priority, rewrites=lambda: self.rules)
 
 
 def _times_three_as_sum(ctx, node):
@@ -45,6 +18,7 @@ def _times_three_as_sum(ctx, node):
     if not g.is_constant(three) or g.get_constant(three).size != 1 or float(g.get_constant(three)) != 3:
         return None
     return [ctx.node("Sum", [x, x, x], node.outputs)]
+
 
 
 def _neg_add_as_sub(ctx, node):
@@ -79,7 +53,7 @@ def _converter_of(onx, op_type: str) -> str:
 
 
 def test_rule_fires_and_is_recorded():
-    pack = _RulePack([RewriteRule("times_three_as_sum", "Mul", _times_three_as_sum)])
+    pack = RulePack([RewriteRule("times_three_as_sum", "Mul", _times_three_as_sum)])
     onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
     assert "Mul" not in _ops(onx)
     assert _converter_of(onx, "Sum") == f"{pack.name}:times_three_as_sum"
@@ -89,7 +63,7 @@ def test_rule_fires_and_is_recorded():
 
 
 def test_dead_producers_are_removed():
-    pack = _RulePack([RewriteRule("neg_add_as_sub", "Add", _neg_add_as_sub)])
+    pack = RulePack([RewriteRule("neg_add_as_sub", "Add", _neg_add_as_sub)])
     onx = check_model(NegAdd(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
     assert _ops(onx) == ["Sub"]
 
@@ -101,7 +75,7 @@ def test_blocked_pack_rules_never_run():
         calls.append(node)
         return None
 
-    pack = _RulePack([RewriteRule("spy", "Mul", spy)])
+    pack = RulePack([RewriteRule("spy", "Mul", spy)])
     onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack], packs=[f"no:{pack.name}"]))
     assert "Mul" in _ops(onx) and not calls
     check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
@@ -109,22 +83,22 @@ def test_blocked_pack_rules_never_run():
 
 
 def test_higher_priority_pack_rule_wins():
-    low = _RulePack([RewriteRule("as_sum", "Mul", _times_three_as_sum)], priority=100)
+    low = RulePack([RewriteRule("as_sum", "Mul", _times_three_as_sum)], priority=100)
 
     def as_adds(ctx, node):
         x, _ = node.inputs
         twice = ctx.node("Add", [x, x], 1)
         return [twice, ctx.node("Add", [twice.outputs[0], x], node.outputs)]
 
-    high = _RulePack([RewriteRule("as_adds", "Mul", as_adds)], priority=150)
+    high = RulePack([RewriteRule("as_adds", "Mul", as_adds)], priority=150)
     onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[low, high]))
     assert "Sum" not in _ops(onx)
     assert _converter_of(onx, "Add") == f"{high.name}:as_adds"
 
 
 def test_equal_priority_rules_on_one_op_conflict():
-    a = _RulePack([RewriteRule("a", "Mul", _times_three_as_sum)])
-    b = _RulePack([RewriteRule("b", "Mul", _times_three_as_sum)])
+    a = RulePack([RewriteRule("a", "Mul", _times_three_as_sum)])
+    b = RulePack([RewriteRule("b", "Mul", _times_three_as_sum)])
     with pytest.raises(tonnx.ConverterConflictError, match=f"{a.name}:a.*{b.name}:b|{b.name}:b.*{a.name}:a"):
         tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b]))
 
@@ -133,14 +107,14 @@ def test_rule_priority_shifts_with_its_pack():
     """A rule's own priority sits below (or above) its pack's: no tie with another pack's
     rule on the same op at the pack's priority (the aten pack's standard-domain fusions sit
     at 50 so that packs at the default 100 keep theirs); re-prioritising the pack moves it."""
-    a = _RulePack([RewriteRule("a", "Mul", _times_three_as_sum, priority=60)])
+    a = RulePack([RewriteRule("a", "Mul", _times_three_as_sum, priority=60)])
 
     def as_adds(ctx, node):
         x, _ = node.inputs
         twice = ctx.node("Add", [x, x], 1)
         return [twice, ctx.node("Add", [twice.outputs[0], x], node.outputs)]
 
-    b = _RulePack([RewriteRule("b", "Mul", as_adds)])
+    b = RulePack([RewriteRule("b", "Mul", as_adds)])
     onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b]))
     assert _converter_of(onx, "Add") == f"{b.name}:b" and "Sum" not in _ops(onx)
     onx = check_model(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[a, b], packs=[f"{a.name}=141"]))
@@ -153,7 +127,7 @@ def test_rule_losing_an_output_is_an_error():
     def lossy(ctx, node):
         return [ctx.node("Add", [node.inputs[0], node.inputs[0]], 1)]
 
-    pack = _RulePack([RewriteRule("lossy", "Mul", lossy)])
+    pack = RulePack([RewriteRule("lossy", "Mul", lossy)])
     with pytest.raises(tonnx.TonnxError, match="lossy.*must produce every output"):
         tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
 
@@ -162,13 +136,13 @@ def test_rule_recreating_its_anchor_stops_with_an_error():
     def again(ctx, node):
         return [ctx.node("Mul", list(node.inputs), node.outputs)]
 
-    pack = _RulePack([RewriteRule("again", "Mul", again)])
+    pack = RulePack([RewriteRule("again", "Mul", again)])
     with pytest.raises(tonnx.TonnxError, match="again.*in a chain"):
         tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
 
 
 def test_pack_returning_something_else_fails_to_load():
-    pack = _RulePack(["not a rule"])
+    pack = RulePack(["not a rule"])
     with pytest.raises(tonnx.PackLoadError, match="RewriteRule"):
         tonnx.to_onnx(Thrice(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
 
@@ -199,7 +173,7 @@ def _abs_of_cat(ctx, node):
 
 
 def test_take_over_sees_through_nodes_that_die_with_the_anchor():
-    pack = _RulePack([RewriteRule("abs_of_cat", "Abs", _abs_of_cat)])
+    pack = RulePack([RewriteRule("abs_of_cat", "Abs", _abs_of_cat)])
     onx = check_model(CatNegAbs(), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
     assert _ops(onx) == ["Concat", "Abs"]
     assert _converter_of(onx, "Concat") == f"{pack.name}:abs_of_cat"
@@ -207,7 +181,7 @@ def test_take_over_sees_through_nodes_that_die_with_the_anchor():
 
 def test_take_over_refuses_when_a_reader_in_between_stays():
     """The Neg is an output too: it stays, reads the Concat, so the Concat cannot move."""
-    pack = _RulePack([RewriteRule("abs_of_cat", "Abs", _abs_of_cat)])
+    pack = RulePack([RewriteRule("abs_of_cat", "Abs", _abs_of_cat)])
     onx = check_model(CatNegAbs(neg_out=True), _inputs(), dispatcher=tonnx.Dispatcher(extra_packs=[pack]))
     assert sorted(_ops(onx)) == ["Abs", "Concat", "Neg"]
     assert "pkg.tonnx.rewrites" not in {p.key for p in onx.metadata_props}

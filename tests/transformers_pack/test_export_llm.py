@@ -1,7 +1,8 @@
 """``tonnx export-llm``: a transformers folder -> a folder onnxruntime-genai runs (issue 18 s1).
 
-One tiny Llama folder (2 layers, hidden 64) is exported once through the command; the
-folder is opened by onnxruntime-genai, whose greedy tokens must equal transformers'
+One tiny Llama folder (2 layers, hidden 64) is exported once through the command (the
+``exported`` fixture of conftest.py, shared with test_export_llm_graph.py); the folder is
+opened by onnxruntime-genai, whose greedy tokens must equal transformers'
 ``generate(do_sample=False)``. The other tests need no export or fail before one.
 """
 
@@ -21,16 +22,6 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 import llm_folders  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """(source folder, output folder, the model) of one ``tonnx export-llm`` run."""
-    root = tmp_path_factory.mktemp("llm")
-    source, out = root / "llama", root / "llama-onnx"
-    model = llm_folders.save_folder("llama", source)
-    assert main(["export-llm", str(source), "-o", str(out), "-q"]) == 0
-    return source, out, model
 
 
 def _genai():

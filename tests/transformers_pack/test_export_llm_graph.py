@@ -1,7 +1,7 @@
 """The graph of an export-llm folder: what makes its decode step short (issue 18 s3).
 
 One tiny Llama folder (2 layers, hidden 64, 256 positions) exported through the command,
-its weights streamed from safetensors. Its exactness is test_export_llm.py's greedy check;
+its weights streamed from safetensors (the ``exported`` fixture of conftest.py). Its exactness is test_export_llm.py's greedy check;
 here, the shape of the step: q/k/v packed into one MatMul whose weight was derived while
 the checkpoint streamed, rotary inside GroupQueryAttention reading constant tables of every
 position (the same numbers as transformers' rotary embedding), and a position past the
@@ -15,8 +15,6 @@ import onnx
 import pytest
 import torch
 
-from tonnx.cli import main
-
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
@@ -28,21 +26,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    root = tmp_path_factory.mktemp("llm")
-    source, out = root / "llama", root / "llama-onnx"
-    model = llm_folders.save_folder("llama", source)
-    assert main(["export-llm", str(source), "-o", str(out), "-q"]) == 0
-    return out, model
-
-
 def _nodes(onx, op_type):
     return [n for n in onx.graph.node if n.op_type == op_type]
 
 
 def test_projections_packed_and_rotary_inside_attention(exported):
-    out, model = exported
+    _, out, model = exported
     onx = onnx.load(str(out / "model.onnx"), load_external_data=False)
     rewrites = {p.key: p.value for p in onx.metadata_props}["pkg.tonnx.rewrites"]
     assert "ortcontrib:gqa_packed_qkv x2" in rewrites
@@ -67,7 +56,7 @@ def test_projections_packed_and_rotary_inside_attention(exported):
 
 
 def test_tables_hold_transformers_rotary_values(exported):
-    out, model = exported
+    _, out, model = exported
     onx = onnx.load(str(out / "model.onnx"))
     from onnx.numpy_helper import to_array
 
@@ -87,7 +76,7 @@ def test_a_position_past_the_tables_is_refused(exported):
     gets onnxruntime's error, not numbers from outside the tables."""
     import onnxruntime as ort
 
-    out, model = exported
+    _, out, model = exported
     session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
     past = 3
     feeds = {"input_ids": np.array([[5]]), "attention_mask": np.ones((1, past + 1), np.int64)}
@@ -116,7 +105,7 @@ def test_left_padding_gives_torchs_numbers(exported):
     import onnxruntime as ort
     from transformers import DynamicCache
 
-    out, model = exported
+    _, out, model = exported
     session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
     config = model.config
     layers, heads = config.num_hidden_layers, config.num_key_value_heads
