@@ -108,22 +108,6 @@ def test_int4_linear_layers_are_matmulnbits(int4):
     assert f"llm_int4:matmul_nbits x{LINEARS}" in meta["pkg.tonnx.rewrites"]
 
 
-def test_int4_weights_are_onnxruntimes_blocks_of_the_checkpoint(source, int4):
-    """The streamed int4 bytes are onnxruntime's quantizer's on the checkpoint's weight."""
-    from onnxruntime.quantization.matmul_nbits_quantizer import (
-        DefaultWeightOnlyQuantConfig,
-        DefaultWeightOnlyQuantizer,
-    )
-
-    _, model = source
-    weight = model.model.layers[1].mlp.down_proj.weight.detach().numpy()
-    config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, bits=4)
-    packed, scales, _ = DefaultWeightOnlyQuantizer(config).qbits_block_quant(np.ascontiguousarray(weight.T))
-    name = "model.layers.1.mlp.down_proj.weight"
-    np.testing.assert_array_equal(_initializer(int4, name + "_Q4"), packed)
-    np.testing.assert_array_equal(_initializer(int4, name + "_scales"), scales)
-
-
 def _blocks(weight: np.ndarray, bits: int = 4):
     from onnxruntime.quantization.matmul_nbits_quantizer import (
         DefaultWeightOnlyQuantConfig,
@@ -133,6 +117,15 @@ def _blocks(weight: np.ndarray, bits: int = 4):
     config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, bits=bits)
     packed, scales, _ = DefaultWeightOnlyQuantizer(config).qbits_block_quant(np.ascontiguousarray(weight.T))
     return packed, scales
+
+
+def test_int4_weights_are_onnxruntimes_blocks_of_the_checkpoint(source, int4):
+    """The streamed int4 bytes are onnxruntime's quantizer's on the checkpoint's weight."""
+    _, model = source
+    packed, scales = _blocks(model.model.layers[1].mlp.down_proj.weight.detach().numpy())
+    name = "model.layers.1.mlp.down_proj.weight"
+    np.testing.assert_array_equal(_initializer(int4, name + "_Q4"), packed)
+    np.testing.assert_array_equal(_initializer(int4, name + "_scales"), scales)
 
 
 @pytest.mark.skipif(not llm_folders.fused_attention_with_cache(),
