@@ -98,16 +98,18 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
 def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str) -> Any:
     from .genai_config import context_length
     from .inputs import example_call
+    from .traced_attention import attention_as_one_op, restore_attention
 
     streamed = bool(src.weights)
     kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")
     src.model.config.use_cache = True
     weights, packs, plan = _precision.export_options(spec, src, block_size)
     options = _runtime.to_onnx_options(runtime, packs, context_length(src.config))
-    onx = tonnx.to_onnx(
-        src.model, kwargs=kwargs, dynamic_shapes=dynamic, filename=path, external_data=True,
-        weights=weights, **options,
-    )
+    with attention_as_one_op():
+        program = tonnx.export_program(src.model, kwargs=kwargs, dynamic_shapes=dynamic,
+                                       dispatcher=options["dispatcher"])
+    restore_attention(program)
+    onx = tonnx.convert(program, filename=path, external_data=True, weights=weights, **options)
     if plan is not None and not plan.rewritten:
         from tonnx import UnsupportedError
 
