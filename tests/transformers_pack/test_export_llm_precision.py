@@ -175,6 +175,31 @@ def test_int4_error_is_bounded_against_fp32(source, int4):
     assert diff.max() < 0.3 * scale and diff.mean() < 0.06 * scale
 
 
+def test_int4_check_holds_the_folders_weights_and_can_fail(source, int4):
+    """The greedy check of an int4 folder: transformers with the folder's weights against
+    the graph with float32 MatMulNBits, at fp32's tolerance; a reference quantized
+    otherwise (blocks of 64, not the folder's 32) is told apart."""
+    import copy
+
+    from tonnx_transformers.llm.quantize import QuantPlan
+    from tonnx_transformers.llm.quantized_reference import float_kernels, quantized_reference
+    from tonnx_transformers.llm.verify import GreedyCheckError, check_greedy
+
+    _, model = source
+    path = str(int4 / "model.onnx")
+    with float_kernels(path) as checked:
+        kept = {n.name for n in _load(int4).graph.node}
+        assert {n.name for n in onnx.load(checked, load_external_data=False).graph.node} == kept
+        good = check_greedy(checked, quantized_reference(copy.deepcopy(model), QuantPlan(bits=4)),
+                            llm_folders.VOCAB)
+        assert good.max_abs_diff < 1e-5  # measured 1.8e-7
+        with pytest.raises(GreedyCheckError, match="differ"):
+            check_greedy(checked, quantized_reference(copy.deepcopy(model), QuantPlan(bits=4, block_size=64)),
+                         llm_folders.VOCAB)
+    assert not os.path.exists(checked)
+    assert {a.i for n in _ms_nodes(int4, "MatMulNBits") for a in n.attribute if a.name == "accuracy_level"} == {4}
+
+
 def test_int8_with_a_block_size_of_64(source):
     out = _export(source, "int8-b64", "--precision", "int8", "--block-size", "64")
     nodes = _ms_nodes(out, "MatMulNBits")

@@ -78,7 +78,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         src = load_source(source, precision=precision, tokenizer=tokenizer)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
-        onx = _export(tonnx, src, model_file, spec, block_size, runtime)
+        onx, plan = _export(tonnx, src, model_file, spec, block_size, runtime)
         _runtime.check_portable(runtime, onx)
         phase("config")
         _write_config(staging.path, onx, src)
@@ -86,7 +86,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         check = None
         if verify:
             phase("verify")
-            check = _verify(model_file, src, spec)
+            check = _verify(model_file, src, spec, plan)
         phase("publish")
         files = sorted(os.listdir(staging.path))
         staging.publish()
@@ -95,7 +95,8 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
 
 
-def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str) -> Any:
+def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str) -> tuple:
+    """(the ONNX model written to ``path``, the QuantPlan or None)."""
     from .genai_config import context_length
     from .inputs import example_call
     from .traced_attention import attention_as_one_op, restore_attention
@@ -117,7 +118,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
             f"--precision {spec.name}: no linear layer of {type(src.model).__name__} is a MatMul or Gemm "
             f"with a 2-D float32 weight, so nothing would be quantized; the folder is not written."
         )
-    return onx
+    return onx, plan
 
 
 def _write_config(staging: str, onx: Any, src: Any) -> None:
@@ -129,8 +130,17 @@ def _write_config(staging: str, onx: Any, src: Any) -> None:
         f.write("\n")
 
 
-def _verify(model_file: str, src: Any, spec: Any) -> Any:
+def _verify(model_file: str, src: Any, spec: Any, plan: Any) -> Any:
     from .verify import check_greedy
 
-    return check_greedy(model_file, src.reference(), src.config.vocab_size, atol=spec.atol,
-                        relative=spec.relative)
+    reference = src.reference()
+    if plan is None:
+        return check_greedy(model_file, reference, src.config.vocab_size, atol=spec.atol,
+                            relative=spec.relative)
+    from .quantized_reference import float_kernels, quantized_reference
+
+    # int8 / int4: the reference holds the folder's weights, the graph computes in float32
+    with float_kernels(model_file) as checked:
+        return check_greedy(checked, quantized_reference(reference, plan), src.config.vocab_size,
+                            atol=spec.atol, relative=spec.relative,
+                            against=f"transformers' generate() with the folder's int{plan.bits} weights")

@@ -66,7 +66,7 @@ def check_portable(runtime: str, onx: Any) -> None:
     if runtime != "onnx":
         return
     foreign = {}
-    for node in _nodes(onx):
+    for node in all_nodes(onx):
         if node.domain not in ("", "ai.onnx"):
             meta = {p.key: p.value for p in node.metadata_props}
             made_by = meta.get("pkg.tonnx.converter", "?").split(":")[0]
@@ -81,7 +81,8 @@ def check_portable(runtime: str, onx: Any) -> None:
         )
 
 
-def _nodes(onx: Any):
+def all_nodes(onx: Any):
+    """Every node of ``onx``: its graph's, its functions', their subgraphs'."""
     from onnx import AttributeProto
 
     graphs = [onx.graph, *onx.functions]

@@ -27,18 +27,21 @@ class GreedyCheck:
     tokens: list[int]
     max_abs_diff: float
     steps: int
+    #: what the tokens were compared with
+    against: str = "transformers' generate()"
 
     def line(self) -> str:
-        return (f"greedy check: {self.steps} steps, tokens equal to transformers' generate(), "
+        return (f"greedy check: {self.steps} steps, tokens equal to {self.against}, "
                 f"logits max abs diff {self.max_abs_diff:.3g}")
 
 
 def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e-4,
-                 rtol: float = 1e-3, relative: bool = False) -> GreedyCheck:
+                 rtol: float = 1e-3, relative: bool = False,
+                 against: str = "transformers' generate()") -> GreedyCheck:
     """Runs ``path`` in onnxruntime against ``reference`` (a transformers causal LM).
 
     ``relative``: ``atol`` is a fraction of the largest |logit| of transformers' steps and
-    ``rtol`` is not used (a quantized or float16 model: its error scales with the logits).
+    ``rtol`` is not used (a float16 model: its error scales with the logits).
     """
     import numpy as np
     import onnxruntime as ort
@@ -72,7 +75,7 @@ def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e
                 f"Step {step}: onnxruntime picks token {int(g.argmax())}, transformers "
                 f"{tokens[step]}; the folder is not written."
             )
-    return GreedyCheck(tokens, worst, len(tokens))
+    return GreedyCheck(tokens, worst, len(tokens), against)
 
 
 def _run_steps(session: Any, prompt: Any, tokens: list[int]) -> list:
