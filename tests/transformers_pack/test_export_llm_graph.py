@@ -130,3 +130,18 @@ def test_left_padding_gives_torchs_numbers(exported):
     want_step, cache = _torch_step(model, step_ids, step_mask, step_pos, cache)
     np.testing.assert_allclose(got_step[0], want_step, atol=1e-4, rtol=1e-4)
     np.testing.assert_allclose(got_step[1], cache.layers[0].keys.numpy(), atol=1e-5, rtol=1e-5)
+
+
+def test_residual_adds_fused_into_the_norms(exported):
+    """Every residual Add the next RMSNorm reads is SkipSimplifiedLayerNormalization's
+    (llm/skip_norm.py): two a layer; the first norm (of the embedding) keeps its chain."""
+    _, out, model = exported
+    onx = onnx.load(str(out / "model.onnx"), load_external_data=False)
+    fused = _nodes(onx, "SkipSimplifiedLayerNormalization")
+    assert len(fused) == 2 * model.config.num_hidden_layers
+    eps = model.config.rms_norm_eps
+    assert all(np.float32(onnx.helper.get_attribute_value(n.attribute[0])) == np.float32(eps) for n in fused)
+    # each one's sum (output 3) is what the next residual Add or norm reads
+    readers = {i for n in onx.graph.node for i in n.input}
+    assert all(n.output[3] and n.output[3] in readers for n in fused[:-1])
+    assert len(_nodes(onx, "ReduceMean")) == 1  # the first input_layernorm only

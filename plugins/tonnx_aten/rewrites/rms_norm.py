@@ -13,7 +13,7 @@ from __future__ import annotations
 from ._patterns import applies, ints, only_read_by_pattern, producer, same, scalar, shape
 
 
-def _normalized(ctx, name: str):
+def normalized(ctx, name: str):
     """(x, axes, eps) when ``name`` is ``x / sqrt(mean(x * x, axes) + eps)``, else None."""
     div = producer(ctx, name, "Div")
     sqrt = div and producer(ctx, div.inputs[1], "Sqrt")
@@ -58,7 +58,7 @@ def _trailing(axes, rank: int) -> int:
 def rms_normalization(ctx, node):
     """``Mul(scale, x / sqrt(mean(x**2) + eps))`` -> ``RMSNormalization(x, scale)``."""
     for normed, scale in (node.inputs, node.inputs[::-1]):
-        found = _normalized(ctx, normed)
+        found = normalized(ctx, normed)
         if found is None or not only_read_by_pattern(ctx, normed):
             continue
         x, axes, eps = found

@@ -43,15 +43,17 @@ def check_runtime(runtime: str, precision: str) -> None:
 def to_onnx_options(runtime: str, packs: list, context_length: int) -> dict[str, Any]:
     """``target_opset=`` and ``dispatcher=`` for ``to_onnx``; ``packs``: the precision's
     own (quantization), added for the default runtime with the genai folder's step
-    rules: rotary tables of ``context_length`` positions (position_tables.py) and the
-    attention bias read from attention_mask (padding_bias.py)."""
+    rules: rotary tables of ``context_length`` positions (position_tables.py), the
+    attention bias read from attention_mask (padding_bias.py) and the residual Adds fused
+    into the norms (skip_norm.py)."""
     import tonnx
 
     if runtime != "onnx":
         from .padding_bias import padding_bias_pack
         from .position_tables import position_tables_pack
+        from .skip_norm import skip_norm_pack
 
-        step = [position_tables_pack(context_length), padding_bias_pack()]
+        step = [position_tables_pack(context_length), padding_bias_pack(), skip_norm_pack()]
         return {"dispatcher": tonnx.Dispatcher(extra_packs=[*packs, *step])}
     if packs:
         raise tonnx.UnsupportedError(
