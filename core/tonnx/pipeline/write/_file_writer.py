@@ -302,7 +302,7 @@ def referenced_locations(filename: str) -> set[str]:
 
 
 def save(
-    g, filename: str, *, external_data: bool, payload=None, return_data: bool = True
+    g, filename: str, *, external_data: bool, payload=None, return_data: bool = True, ranges=None
 ) -> ModelProto:
     """Writes the builder's model to ``filename`` (see the module docstring) and returns it.
 
@@ -310,7 +310,9 @@ def save(
     read once more from the tensors), unless ``return_data`` is False and the data went to an
     external file: its large initializers then reference that file by a name relative to the
     model's folder, as ``onnx.load(filename, load_external_data=False)`` gives (no copy of the
-    weights in memory, for a model too large to hold twice)."""
+    weights in memory, for a model too large to hold twice). ``ranges(name, value)`` may
+    give a tensor's bytes as a range of another file (a checkpoint's), copied to the data
+    file by the kernel."""
     payload = payload or _sinks.default_payload
     files = ModelFile(filename)
     files.probe()
@@ -324,7 +326,7 @@ def save(
             replaced = [n for n in data_names(files.base) if n != location]  # current data
             data_was = files.existing(*replaced, files.base)
             data_path, tmp_data = files.path(location), files.tmp(location)
-            sink = _sinks.ExternalDataWriter(tmp_data, location, payload)
+            sink = _sinks.ExternalDataWriter(tmp_data, location, payload, ranges)
             model = g.to_onnx(external_data=sink)
             sink.close()
             with open(tmp_model, "wb") as f:

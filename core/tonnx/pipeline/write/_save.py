@@ -26,12 +26,13 @@ def save(g, filename: str, external_data: bool | None, weights=None):
             f"model in one file: pass external_data=True (or leave it None) to write "
             f"{filename!r} with a data file."
         )
-    payload = None
+    payload = ranges = None
     if weights is not None:
         from tonnx.pipeline.write._weights import SafetensorsWeights
 
         source = weights if isinstance(weights, SafetensorsWeights) else SafetensorsWeights(weights)
-        payload = source.with_derivations(g.derivations).payload
+        source = source.with_derivations(g.derivations)
+        payload, ranges = source.payload, source.file_range
     # streamed weights= stay in their files: the proto references the data file
-    return _file_writer.save(g, filename, external_data=external_data, payload=payload,
+    return _file_writer.save(g, filename, external_data=external_data, payload=payload, ranges=ranges,
                              return_data=total <= EXTERNAL_DATA_THRESHOLD and weights is None)

@@ -6,7 +6,9 @@ the file writer writes its bytes straight from the tensor."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from onnx import TensorProto
@@ -33,10 +35,12 @@ class ExternalDataWriter:
     #: subgraph initializers may go to the data file too
     subgraphs = True
 
-    def __init__(self, path: str, location: str, payload=None):
+    def __init__(self, path: str, location: str, payload=None, ranges=None):
         self.location = location
         self.path = path
         self._payload = payload or default_payload
+        #: ``ranges(name, value)``: a :class:`FileRange` holding the tensor's bytes, or None
+        self._ranges = ranges
         #: (name, value, offset, size) of every tensor to write, in file order
         self.planned: list[tuple[str, Any, int, int]] = []
         #: (proto, name, value) of each tensor, to give the proto its bytes back
@@ -69,7 +73,7 @@ class ExternalDataWriter:
             return
         self._written = True
         with open(self.path, "wb") as f:
-            write_tensors(f, self.planned, self._payload)
+            write_tensors(f, self.planned, self._payload, self._ranges)
 
 
 class InlineStreamer:
@@ -113,11 +117,50 @@ def prefetch(items, load):
             yield previous[0], previous[1].result()
 
 
-def load_checked(payload):
-    """``load(item)``: the payload's bytes of ``item``, checked against the tensor's size."""
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``[offset, offset + nbytes)`` of the file ``path`` that are a tensor's bytes as
+    written (a checkpoint tensor stored as the model declares it): copied from file to file
+    by the kernel, never through Python's memory."""
+
+    path: str
+    offset: int
+    nbytes: int
+
+
+def copy_range(source: FileRange, f) -> None:
+    """Appends ``source``'s bytes to the open file ``f`` at its position."""
+    f.flush()
+    start, out = f.tell(), f.fileno()
+    with open(source.path, "rb") as src:
+        done = 0
+        while done < source.nbytes:
+            n = _copy(src.fileno(), out, source.nbytes - done, source.offset + done, start + done)
+            if n <= 0:
+                raise OutputFileError(f"{source.path!r} ends before byte {source.offset + source.nbytes}.")
+            done += n
+    f.seek(start + done)
+
+
+def _copy(src: int, out: int, count: int, at: int, to: int) -> int:
+    """``os.copy_file_range`` (in the kernel; Linux), else a bounded read and write."""
+    if hasattr(os, "copy_file_range"):
+        try:
+            return os.copy_file_range(src, out, count, at, to)
+        except OSError:  # a filesystem or kernel without it: copy through a buffer
+            pass
+    chunk = os.pread(src, min(count, 1 << 26), at)
+    return os.pwrite(out, chunk, to)
+
+
+def load_checked(payload, ranges=None):
+    """``load(item)``: the tensor's :class:`FileRange` (``ranges``), else the payload's bytes
+    of ``item``, checked against the tensor's size."""
     def load(item):
         name, value = item[0], item[1]
-        data = payload(name, value)
+        data = ranges(name, value) if ranges is not None else None
+        if data is None:
+            data = payload(name, value)
         if data.nbytes != nbytes(value):
             raise OutputFileError(
                 f"Initializer {name!r} has {data.nbytes} bytes, "
@@ -128,11 +171,14 @@ def load_checked(payload):
     return load
 
 
-def write_tensors(f, planned, payload) -> None:
+def write_tensors(f, planned, payload, ranges=None) -> None:
     """Writes each ``(name, value, offset, size)`` at its offset (zero padding between)."""
     position = 0
-    for (_, _, offset, _), data in prefetch(planned, load_checked(payload)):
+    for (_, _, offset, _), data in prefetch(planned, load_checked(payload, ranges)):
         f.write(b"\0" * (offset - position))
-        f.write(data)
+        if type(data) is FileRange:
+            copy_range(data, f)
+        else:
+            f.write(data)
         position = offset + data.nbytes
         del data

@@ -17,6 +17,14 @@ import numpy as np
 
 from tonnx._errors import OutputFileError
 from tonnx.builder import _constants, _proto
+from tonnx.pipeline.write._sinks import FileRange
+
+#: torch dtype -> the safetensors format's dtype code (the bytes are the same, little-endian)
+_SAFETENSORS_CODES = {
+    "torch.float64": "F64", "torch.float32": "F32", "torch.float16": "F16", "torch.bfloat16": "BF16",
+    "torch.int64": "I64", "torch.int32": "I32", "torch.int16": "I16", "torch.int8": "I8",
+    "torch.uint8": "U8", "torch.bool": "BOOL",
+}  # fmt: skip
 
 
 def expand(weights: Any) -> list[str]:
@@ -47,18 +55,18 @@ class SafetensorsWeights:
 
     def __init__(self, weights: Any, aliases: dict[str, str] | None = None, *,
                  cast_floats: bool = False):
-        from safetensors import safe_open
-
         self.paths = expand(weights)
         self._aliases = dict(aliases or {})
         self._cast_floats = cast_floats
         self._where: dict[str, str] = {}
+        #: checkpoint name -> (dtype code, shape, first byte, end byte) in its file
+        self._stored: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
         #: initializers computed from others as they are written (builder/_derived.py)
         self.derivations: dict[str, Any] = {}
         for path in self.paths:
-            with safe_open(path, framework="pt") as f:
-                for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
-                    self._where.setdefault(key, path)
+            for key, entry in _header(path).items():
+                if key not in self._where:
+                    self._where[key], self._stored[key] = path, entry
 
     def with_derivations(self, derivations: dict[str, Any]) -> SafetensorsWeights:
         """A copy that also computes the graph's derived initializers from their sources."""
@@ -112,8 +120,44 @@ class SafetensorsWeights:
             )
         return value
 
+    def file_range(self, name: str, like) -> FileRange | None:
+        """Where the checkpoint holds ``name``'s bytes as written (stored in the dtype and
+        shape the model declares, not derived): the writer copies them file to file. None
+        otherwise (:meth:`payload` loads, casts or computes it, or says what is wrong)."""
+        if _constants.has_data(like) or name in self.derivations:
+            return None
+        stored = self._aliases.get(name, name)
+        entry = self._stored.get(stored)
+        if entry is None:
+            return None
+        code, shape, begin, end = entry
+        if code != _SAFETENSORS_CODES.get(str(like.dtype)) or shape != tuple(like.shape):
+            return None
+        return FileRange(self._where[stored], begin, end - begin)
+
     def payload(self, name: str, value) -> memoryview:
         """Bytes of an initializer: read from the files for a 'meta' tensor."""
         if not _constants.has_data(value):
             value = self.load(name, value)
         return _proto.tensor_bytes(value)
+
+
+def _header(path: str) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
+    """A safetensors file's tensors: name -> (dtype code, shape, first byte, end byte).
+
+    The format: an 8-byte little-endian header size, the JSON header, then the data; each
+    tensor's ``data_offsets`` count from the data's start."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+        start = 8 + size
+        return {
+            key: (entry["dtype"], tuple(entry["shape"]), start + entry["data_offsets"][0],
+                  start + entry["data_offsets"][1])
+            for key, entry in header.items() if key != "__metadata__"
+        }
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise OutputFileError(f"weights: {path!r} is not a safetensors file ({e}).") from e
