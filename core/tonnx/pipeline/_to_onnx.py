@@ -67,7 +67,8 @@ def to_onnx(
       (``<name>.tmp-tonnx-<pid>-<hex>``) are removed by the next export to the same path.
     - ``weights``: for a model built on the ``meta`` device, the safetensors files (a path,
       a glob or a list) its weights are read from, one tensor at a time, while writing
-      ``filename``; tensor names are the model's ``state_dict`` names. With a data file, the
+      ``filename`` (a tensor stored as the model declares it is copied file to file by the
+      kernel); tensor names are the model's ``state_dict`` names. With a data file, the
       proto returned references it whatever its size (the weights are never all in memory).
     - ``strict``: passed to ``torch.export.export``.
     - ``verbose``: 1 prints the model as :func:`tonnx.pretty` text after the export.
