@@ -27,8 +27,9 @@ def _matmul_nbits(x: np.ndarray, packed, scales, bits: int, block: int, k: int, 
         [helper.make_tensor("q", TensorProto.UINT8, packed.shape, packed.tobytes(), raw=True),
          helper.make_tensor("s", TensorProto.FLOAT, scales.shape, scales.tobytes(), raw=True)],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
-                                                    helper.make_opsetid("com.microsoft", 1)])
+    # IR version 10: what every supported onnxruntime (1.31.1 reads up to 13) loads
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21),
+                                                                   helper.make_opsetid("com.microsoft", 1)])
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
 
