@@ -34,7 +34,7 @@ def skip_norm_pack() -> Any:
 
 def skip_norm(ctx, node):
     """``Mul(w, x / sqrt(mean(x ** 2, -1) + eps))``, ``x = Add(a, b)`` -> the fused op."""
-    from tonnx_aten.rewrites._patterns import only_read_by_pattern
+    from tonnx_aten.rewrites._patterns import only_read_by_pattern, same
     from tonnx_aten.rewrites.rms_norm import normalized
 
     g = ctx.g
@@ -51,7 +51,8 @@ def skip_norm(ctx, node):
         if not all(g.has_type(n) and g.get_type(n) == TensorProto.FLOAT for n in names):
             return None
         shape_a, shape_b, shape_w = g.get_shape(a), g.get_shape(b), g.get_shape(scale)
-        if shape_a is None or shape_b is None or len(shape_a) != len(shape_b) or not _same_dims(shape_a, shape_b):
+        if shape_a is None or shape_b is None or len(shape_a) != len(shape_b) or \
+                not all(same(p, q) for p, q in zip(shape_a, shape_b)):
             return None
         if axes is None or [axis % len(shape_a) for axis in axes] != [len(shape_a) - 1]:
             return None
@@ -64,7 +65,3 @@ def skip_norm(ctx, node):
         return [fused]
     return None
 
-
-def _same_dims(first, second) -> bool:
-    """The same dimensions: equal ints or the same symbol."""
-    return all(p == q and type(p) is type(q) for p, q in zip(first, second))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,6 +25,16 @@ _SAFETENSORS_CODES = {
     "torch.int64": "I64", "torch.int32": "I32", "torch.int16": "I16", "torch.int8": "I8",
     "torch.uint8": "U8", "torch.bool": "BOOL",
 }  # fmt: skip
+
+
+class _Stored(NamedTuple):
+    """Where a safetensors file holds a tensor, and as what."""
+
+    path: str
+    code: str  # the format's dtype code
+    shape: tuple[int, ...]
+    begin: int  # first byte in the file
+    end: int
 
 
 def expand(weights: Any) -> list[str]:
@@ -58,15 +68,13 @@ class SafetensorsWeights:
         self.paths = expand(weights)
         self._aliases = dict(aliases or {})
         self._cast_floats = cast_floats
-        self._where: dict[str, str] = {}
-        #: checkpoint name -> (dtype code, shape, first byte, end byte) in its file
-        self._stored: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
+        #: checkpoint name -> where it is stored (the first file holding it)
+        self._stored: dict[str, _Stored] = {}
         #: initializers computed from others as they are written (builder/_derived.py)
         self.derivations: dict[str, Any] = {}
         for path in self.paths:
             for key, entry in _header(path).items():
-                if key not in self._where:
-                    self._where[key], self._stored[key] = path, entry
+                self._stored.setdefault(key, entry)
 
     def with_derivations(self, derivations: dict[str, Any]) -> SafetensorsWeights:
         """A copy that also computes the graph's derived initializers from their sources."""
@@ -84,14 +92,15 @@ class SafetensorsWeights:
             return self._derive(name, like)
 
         stored = self._aliases.get(name, name)
-        path = self._where.get(stored)
-        if path is None:
+        entry = self._stored.get(stored)
+        if entry is None:
             raise OutputFileError(
                 f"Weight {name!r} is on the 'meta' device and in none of the safetensors files "
-                f"({len(self._where)} tensors, e.g. {sorted(self._where)[:3]}). The names must "
+                f"({len(self._stored)} tensors, e.g. {sorted(self._stored)[:3]}). The names must "
                 f"be the state_dict names of the model given to to_onnx; a non-persistent "
                 f"buffer (e.g. rotary inv_freq) must be built on CPU, not on 'meta'."
             )
+        path = entry.path
         # opened per tensor: the file's mapping is released with each tensor
         with safe_open(path, framework="pt") as f:
             tensor = f.get_tensor(stored)
@@ -126,14 +135,10 @@ class SafetensorsWeights:
         otherwise (:meth:`payload` loads, casts or computes it, or says what is wrong)."""
         if _constants.has_data(like) or name in self.derivations:
             return None
-        stored = self._aliases.get(name, name)
-        entry = self._stored.get(stored)
-        if entry is None:
+        entry = self._stored.get(self._aliases.get(name, name))
+        if entry is None or entry.code != _SAFETENSORS_CODES.get(str(like.dtype)) or entry.shape != tuple(like.shape):
             return None
-        code, shape, begin, end = entry
-        if code != _SAFETENSORS_CODES.get(str(like.dtype)) or shape != tuple(like.shape):
-            return None
-        return FileRange(self._where[stored], begin, end - begin)
+        return FileRange(entry.path, entry.begin, entry.end - entry.begin)
 
     def payload(self, name: str, value) -> memoryview:
         """Bytes of an initializer: read from the files for a 'meta' tensor."""
@@ -142,8 +147,8 @@ class SafetensorsWeights:
         return _proto.tensor_bytes(value)
 
 
-def _header(path: str) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
-    """A safetensors file's tensors: name -> (dtype code, shape, first byte, end byte).
+def _header(path: str) -> dict[str, _Stored]:
+    """A safetensors file's tensors by name.
 
     The format: an 8-byte little-endian header size, the JSON header, then the data; each
     tensor's ``data_offsets`` count from the data's start."""
@@ -155,8 +160,8 @@ def _header(path: str) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
             header = json.loads(f.read(size))
         start = 8 + size
         return {
-            key: (entry["dtype"], tuple(entry["shape"]), start + entry["data_offsets"][0],
-                  start + entry["data_offsets"][1])
+            key: _Stored(path, entry["dtype"], tuple(entry["shape"]), start + entry["data_offsets"][0],
+                         start + entry["data_offsets"][1])
             for key, entry in header.items() if key != "__metadata__"
         }
     except (OSError, ValueError, KeyError, TypeError) as e:
