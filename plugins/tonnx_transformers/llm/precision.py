@@ -96,7 +96,10 @@ def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[A
         weights = SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if src.weights else None
         return weights, [], None
     from .quantize import DEFAULT_BLOCK_SIZE, QuantizingWeights, QuantPlan, quantize_pack
+    from .quantize_experts import experts_down_names
+    from .quantized_reference import unquantized_weights
 
-    plan = QuantPlan(bits=spec.bits, block_size=block_size or DEFAULT_BLOCK_SIZE)
+    plan = QuantPlan(bits=spec.bits, block_size=block_size or DEFAULT_BLOCK_SIZE,
+                     keep_float=unquantized_weights(src.model), experts_down=experts_down_names(src.model))
     weights = QuantizingWeights(src.weights, src.aliases, plan, cast_floats=True) if src.weights else None
     return weights, [quantize_pack(plan)], plan

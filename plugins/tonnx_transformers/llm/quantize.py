@@ -57,6 +57,13 @@ class QuantPlan:
     layouts: dict[str, str] = field(default_factory=dict)
     #: how many MatMuls the rule rewrote
     rewritten: int = 0
+    #: 2-D weights left in float32: the ones the greedy check's reference cannot quantize
+    #: (a router's weight, read by ``F.linear`` in a module that is no linear layer)
+    keep_float: frozenset[str] = frozenset()
+    #: the experts' ``down_proj`` names whose ``MoE`` may become ``QMoE`` (quantize_experts.py)
+    experts_down: frozenset[str] = frozenset()
+    #: those that did
+    experts_rewritten: set[str] = field(default_factory=set)
 
     def quantize(self, weight, layout: str):
         """(packed uint8 [N, blocks, blob], scales float32 [N, blocks]) of a float32 weight
@@ -83,6 +90,7 @@ def quantize_pack(plan: QuantPlan) -> Any:
     from tonnx.converters import RewriteRule
 
     from ._rules import rules_pack
+    from .quantize_experts import qmoe
 
     def rewrite(ctx, node):
         return _matmul_nbits(plan, ctx, node)
@@ -90,11 +98,15 @@ def quantize_pack(plan: QuantPlan) -> Any:
     def gemm(ctx, node):
         return _gemm_nbits(plan, ctx, node)
 
+    def experts(ctx, node):
+        return qmoe(plan, ctx, node)
+
     # stage 1: after the fusions (q/k/v packed into one MatMul, quantized as one)
     rules = [RewriteRule("matmul_nbits", "MatMul", rewrite, stage=1),
-             RewriteRule("gemm_nbits", "Gemm", gemm, stage=1)]
-    return rules_pack(f"llm_int{plan.bits}", f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits",
-                      rules, runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME})
+             RewriteRule("gemm_nbits", "Gemm", gemm, stage=1),
+             RewriteRule("qmoe", "MoE", experts, domain=MS_DOMAIN, stage=1)]
+    what = f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits, MoE -> QMoE (int4)"
+    return rules_pack(f"llm_int{plan.bits}", what, rules, runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME})
 
 
 def _matmul_nbits(plan: QuantPlan, ctx, node):
@@ -126,7 +138,7 @@ def _nbits(plan: QuantPlan, ctx, node, weight: str, layout: str, bias: str | Non
 
     g = ctx.g
     value = g.constants.get(weight)
-    if value is None or len(value.shape) != 2 or g.types.get(weight) != TensorProto.FLOAT:
+    if weight in plan.keep_float or value is None or len(value.shape) != 2 or g.types.get(weight) != TensorProto.FLOAT:
         return None
     if g.types.get(node.inputs[0]) != TensorProto.FLOAT:
         return None
@@ -149,6 +161,7 @@ def _nbits(plan: QuantPlan, ctx, node, weight: str, layout: str, bias: str | Non
 def _add_parts(plan: QuantPlan, g, weight: str, value, layout: str, q_name: str, s_name: str,
                k: int, n: int) -> None:
     import torch
+
     from tonnx.builder._constants import has_data
 
     if has_data(value):

@@ -10,9 +10,12 @@ dequantized, and the check compares at a tolerance that leaves room only for the
 rounding of the activations inside the kernel (``accuracy_level`` 4).
 
 The linear layers are ``nn.Linear`` and transformers' ``Conv1D`` (GPT-2), the modules whose
-2-D float32 weight the quantization rules find as ``MatMul``/``Gemm`` weights. A tied
-weight (an lm head sharing the embedding's table) is untied here, as in the folder: the
-embedding keeps float32, the head reads the quantized copy.
+2-D float32 weight the quantization rules find as ``MatMul``/``Gemm`` weights; any other
+2-D parameter (a router's weight, read by ``F.linear``) stays float32 in both
+(:func:`unquantized_weights`). A tied weight (an lm head sharing the embedding's table) is
+untied here, as in the folder: the embedding keeps float32, the head reads the quantized
+copy. The experts whose ``MoE`` became ``QMoE`` (``plan.experts_rewritten``) are quantized
+one expert matrix at a time, along the same K.
 """
 
 from __future__ import annotations
@@ -52,7 +55,33 @@ def quantized_reference(model: Any, plan: Any) -> Any:
         nk = torch.from_numpy(dequantize(np.asarray(packed), np.asarray(scales), plan.bits, k))
         # a new parameter: a tied weight stays float32 for the module it is shared with
         module.weight = torch.nn.Parameter(nk if layout == "nk" else nk.T.contiguous(), requires_grad=False)
+    for name, module in model.named_modules():
+        if f"{name}.down_proj" in plan.experts_rewritten:
+            for attribute in ("gate_up_proj", "down_proj"):
+                setattr(module, attribute, _quantized_experts(getattr(module, attribute), plan))
     return model
+
+
+def _quantized_experts(weight: Any, plan: Any) -> Any:
+    """``[E, N, K]`` experts, each ``[N, K]`` matrix quantized and dequantized."""
+    import torch
+
+    experts = []
+    for expert in weight.detach():
+        packed, scales = plan.quantize(expert, "nk")
+        experts.append(dequantize(np.asarray(packed), np.asarray(scales), plan.bits, expert.shape[1]))
+    return torch.nn.Parameter(torch.from_numpy(np.stack(experts)), requires_grad=False)
+
+
+def unquantized_weights(model: Any) -> frozenset[str]:
+    """Names of the 2-D parameters no linear layer reads (routers' weights; embeddings), under
+    every name a tied parameter has: the quantization rules leave them float32."""
+    owners: dict[int, list] = {}
+    for module_name, module in model.named_modules(remove_duplicate=False):
+        for name, parameter in module.named_parameters(prefix=module_name, recurse=False, remove_duplicate=False):
+            if parameter.dim() == 2:
+                owners.setdefault(id(parameter), []).append((name, _layout(module)))
+    return frozenset(name for found in owners.values() if not any(layout for _, layout in found) for name, _ in found)
 
 
 def _layout(module: Any) -> str | None:

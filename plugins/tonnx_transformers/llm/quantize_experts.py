@@ -1,0 +1,118 @@
+"""int4 experts: the ortcontrib pack's ``com.microsoft.MoE`` becomes ``com.microsoft.QMoE``.
+
+A mixture-of-experts model keeps most of its weights in its experts (3-D tensors, one matrix
+an expert), which ``MatMulNBits`` cannot hold. onnxruntime's ``QMoE`` takes them quantized
+in the same symmetric blocks along K (``expert_weight_bits`` 4, ``block_size``): each
+expert's ``fc1`` ``[2I, H]`` and ``fc2`` ``[H, I]`` packed as MatMulNBits packs an ``[N, K]``
+weight, by the same onnxruntime quantizer. On the CPU (1.31.1 and 1.32.0) its int4 kernel
+computes with the dequantized weights in float32: measured equal to ``MoE`` over
+:func:`~.quantized_reference.dequantize`'s weights within 6e-8, so the greedy check holds it
+to fp32's tolerance. Its int8 kernel rounds the activations too (1.7 % of the output,
+measured): int8 folders keep the experts in float32.
+
+``QMoE`` ignores ``normalize_routing_weights=0`` on the CPU: it always divides the top-k
+weights by their sum (measured on 1.31.1 and 1.32.0: equal to ``MoE`` with 1 within 6e-8,
+0.17 off ``MoE`` with 0). A router that does not renormalize (Qwen3-MoE, OLMoE) gets
+``QMoE`` with 1, times the sum of its top-k softmax probabilities: the weights it means.
+
+Only experts the greedy check's reference can find are quantized: a block whose ``fc2``
+is the model's own ``down_proj`` parameter (the reference quantizes that module's experts
+alike, :func:`~.quantized_reference.quantized_reference`). A layout whose copy the
+converter makes (GPT-OSS' transposed weights) stays ``MoE`` in float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tonnx import UnsupportedError
+
+MS_DOMAIN = "com.microsoft"
+#: MoE's inputs: x, router, fc1, fc1 bias, fc2, fc2 bias, fc3 ...
+_FC1, _FC1_BIAS, _FC2, _FC2_BIAS, _FC3 = 2, 3, 4, 5, 6
+
+
+def experts_down_names(model: Any) -> frozenset[str]:
+    """Names of the experts' 3-D ``down_proj`` parameters (``[E, H, I]``, not transposed):
+    the ``fc2`` inputs the rule may quantize."""
+    import torch
+
+    names = set()
+    for name, module in model.named_modules():
+        down = getattr(module, "down_proj", None)
+        gate_up = getattr(module, "gate_up_proj", None)
+        if not isinstance(down, torch.nn.Parameter) or not isinstance(gate_up, torch.nn.Parameter):
+            continue
+        if down.dim() == 3 and gate_up.dim() == 3 and getattr(module, "is_transposed", False) is False:
+            names.add(f"{name}.down_proj" if name else "down_proj")
+    return frozenset(names)
+
+
+def qmoe(plan: Any, ctx, node):
+    """``MoE`` whose fc1 and fc2 are float32 initializers in memory, fc2 a model's experts
+    ``down_proj`` -> ``QMoE`` with both quantized (int4 only)."""
+    g = ctx.g
+    inputs = list(node.inputs) + [""] * (_FC3 + 1 - len(node.inputs))
+    if plan.bits != 4 or inputs[_FC3] or inputs[_FC2] not in plan.experts_down:
+        return None
+    if len(g.get_shape(inputs[0]) or ()) != 2:
+        return None  # tokens in rows, as the ortcontrib pack writes them: the top-k mass is per row
+    if not all(_in_memory(g, inputs[i]) for i in (_FC1, _FC2)):
+        return None
+    fc1, fc2 = g.constants[inputs[_FC1]], g.constants[inputs[_FC2]]
+    for what, weight in (("hidden size", fc1), ("expert intermediate size", fc2)):
+        k = weight.shape[2]
+        if k % plan.block_size:
+            raise UnsupportedError(
+                f"--precision int4 of {inputs[_FC2]!r}: the {what} {k} is not a multiple of the "
+                f"block size {plan.block_size}, which onnxruntime's QMoE needs. Choose --block-size "
+                f"among the powers of two dividing {k}."
+            )
+    parts = [_quantized(plan, g, inputs[i], value) for i, value in ((_FC1, fc1), (_FC2, fc2))]
+    plan.experts_rewritten.add(inputs[_FC2])
+    (q1, s1), (q2, s2) = parts
+    attributes = dict(node.attributes, expert_weight_bits=4, block_size=plan.block_size, normalize_routing_weights=1)
+    new_inputs = [inputs[0], inputs[1], q1, s1, inputs[_FC1_BIAS], q2, s2, inputs[_FC2_BIAS]]
+    if node.attributes.get("normalize_routing_weights", 0):
+        return [ctx.node("QMoE", new_inputs, node.outputs, domain=MS_DOMAIN, **attributes)]
+    normalized = ctx.node("QMoE", new_inputs, 1, domain=MS_DOMAIN, **attributes)
+    g.set_type(normalized.outputs[0], g.get_type(inputs[0]))
+    g.set_shape(normalized.outputs[0], g.get_shape(inputs[0]))
+    top_k = int(node.attributes["k"])
+    return [normalized, *_times_top_k_mass(ctx, inputs[1], top_k, normalized.outputs[0], node.outputs)]
+
+
+def _times_top_k_mass(ctx, router: str, k: int, moe: str, outputs) -> list:
+    """``moe * sum(top-k of softmax(router))`` (tokens in rows): renormalized weights back
+    to the softmax's."""
+    g = ctx.g
+    probs = ctx.node("Softmax", [router], 1, axis=-1)
+    top = ctx.node("TopK", [probs.outputs[0], g.make_initializer("", np.array([k], dtype=np.int64))], 2, axis=-1)
+    axes = g.make_initializer("", np.array([-1], dtype=np.int64))
+    mass = ctx.node("ReduceSum", [top.outputs[0], axes], 1, keepdims=1)
+    return [probs, top, mass, ctx.node("Mul", [moe, mass.outputs[0]], outputs)]
+
+
+def _in_memory(g, name: str) -> bool:
+    """A 3-D float32 initializer holding its values (not a ``meta`` placeholder)."""
+    from onnx import TensorProto
+
+    from tonnx.builder._constants import has_data
+
+    value = g.constants.get(name)
+    return value is not None and has_data(value) and len(value.shape) == 3 and g.types.get(name) == TensorProto.FLOAT
+
+
+def _quantized(plan: Any, g, name: str, weight) -> tuple[str, str]:
+    """(packed ``[E, N, K / 2]`` uint8, scales ``[E, N, K / block]``) initializers of the
+    experts ``[E, N, K]``, each expert quantized as MatMulNBits' ``[N, K]`` weight."""
+    packed, scales = [], []
+    for expert in weight:
+        p, s = plan.quantize(expert, "nk")
+        packed.append(p.reshape(p.shape[0], -1))
+        scales.append(s)
+    q_name = g.make_initializer(f"{name}_Q4", np.stack(packed), dedup=False)
+    s_name = g.make_initializer(f"{name}_scales", np.stack(scales), dedup=False)
+    return q_name, s_name
