@@ -103,3 +103,43 @@ def test_a_later_stage_sees_what_the_fusions_made():
     dispatcher = tonnx.Dispatcher(extra_packs=[RulePack(rules)])
     tonnx.to_onnx(TwoLinears().eval(), (torch.randn(2, 8),), dispatcher=dispatcher)
     assert seen == [(8, 8)]
+
+
+class LinearsOn3D(torch.nn.Module):
+    """Linears on a 3-D input (MatMul(x, Transpose(W))), one reading the embedding's table."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(11, 8)
+        self.up = torch.nn.Linear(8, 6, bias=False)
+        self.down = torch.nn.Linear(6, 8, bias=False)
+        self.head = torch.nn.Linear(8, 11, bias=False)
+        self.head.weight = self.embed.weight  # tied: read by Gather and by the MatMul
+
+    def forward(self, ids):
+        return self.head(self.down(torch.relu(self.up(self.embed(ids)))))
+
+
+def test_streamed_weights_are_stored_as_the_matmuls_read_them(tmp_path):
+    """A streamed Linear weight is written transposed (derived at write time), so onnxruntime
+    does not transpose it at every load; a tied table keeps one copy and its Transpose."""
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = LinearsOn3D().eval()
+    save_file({k: v.clone() for k, v in model.state_dict().items()}, str(tmp_path / "w.safetensors"))
+    with torch.device("meta"):
+        on_meta = LinearsOn3D().eval()
+    ids = torch.tensor([[1, 4, 9], [0, 2, 10]])
+    path = tmp_path / "m.onnx"
+    tonnx.to_onnx(on_meta, (ids,), filename=path, weights=str(tmp_path / "w.safetensors"),
+                  external_data=True)
+    onx = onnx.load(path)
+    initializers = {i.name: tuple(i.dims) for i in onx.graph.initializer}
+    assert initializers["up.weight.transposed"] == (8, 6)
+    assert initializers["down.weight.transposed"] == (6, 8)
+    assert "up.weight" not in initializers and "down.weight" not in initializers
+    transposed = [n.input[0] for n in onx.graph.node if n.op_type == "Transpose"]
+    assert len(transposed) == 1 and transposed[0] in ("embed.weight", "head.weight")
+    (got,) = run_onnxruntime(onx, (ids,))
+    torch.testing.assert_close(torch.from_numpy(got), model(ids), atol=1e-6, rtol=1e-6)

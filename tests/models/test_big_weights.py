@@ -57,9 +57,13 @@ def test_meta_model_with_safetensors_weights_matches_torch(checkpoint, tmp_path,
         parts = [state[f"{layer}.self_attn.{p}_proj.weight"].numpy() for p in "qkv"]
         want = np.concatenate([w.T for w in parts], axis=1)
         assert any(v.shape == want.shape and np.array_equal(v, want) for v in inits.values()), layer
-    assert len(landed) + len(packed) >= len(state) - 2  # all but the rotary buffers (folded)
+    # a Linear weight read through a Transpose lands transposed, as the MatMul reads it
+    transposed = [name for name in state if f"{name}.transposed" in inits]
+    assert len(landed) + len(packed) + len(transposed) >= len(state) - 2  # all but the rotary buffers (folded)
     for name in landed:
         np.testing.assert_array_equal(inits[name], state[name].numpy(), err_msg=name)
+    for name in transposed:
+        np.testing.assert_array_equal(inits[f"{name}.transposed"], state[name].numpy().T, err_msg=name)
     (got,) = run_onnxruntime(model, [a.numpy() for a in args])
     np.testing.assert_allclose(got, real(*args).detach().numpy(), rtol=1e-4, atol=1e-4)
 

@@ -28,17 +28,19 @@ class Derivation:
     compute: Callable[..., np.ndarray]
 
 
-def derive(g, sources: list[str], compute: Callable[..., np.ndarray], shape: tuple[int, ...], dtype) -> str:
+def derive(g, sources: list[str], compute: Callable[..., np.ndarray], shape: tuple[int, ...], dtype,
+           name: str = "") -> str:
     """The name of a new initializer ``compute(*values of sources)`` of ``shape`` and torch
-    ``dtype``: computed now when every source has data, else a ``meta`` placeholder whose
-    :class:`Derivation` is recorded in ``g.derivations`` for the writer."""
+    ``dtype`` (named ``name``, or automatically): computed now when every source has data,
+    else a ``meta`` placeholder whose :class:`Derivation` is recorded in ``g.derivations``
+    for the writer."""
     import torch
 
-    values = [_initializer(g, name) for name in sources]
+    values = [_initializer(g, source) for source in sources]
     if all(_constants.has_data(v) for v in values):
         value = compute(*(_constants.as_numpy(v) for v in values))
-        return g.make_initializer("", value, dedup=False)
-    name = g.make_initializer("", torch.empty(shape, dtype=dtype, device="meta"), dedup=False)
+        return g.make_initializer(name, value, dedup=False)
+    name = g.make_initializer(name, torch.empty(shape, dtype=dtype, device="meta"), dedup=False)
     g.derivations[name] = Derivation(tuple(zip(sources, values)), compute)
     return name
 

@@ -344,6 +344,10 @@ class GraphBuilder:
         """Folds nodes whose inputs are all constants (cheap ops only); returns the count."""
         return _passes.constant_folding(self)
 
+    def derive_weight_transposes(self) -> int:
+        """Transposes of streamed weights stored transposed (derived at write time); the count."""
+        return _passes.derive_weight_transposes(self)
+
     def eliminate_common_subexpressions(self) -> int:
         """Keeps one node per distinct (op, inputs, attributes); returns the count removed."""
         return _cse.eliminate_common_subexpressions(self)

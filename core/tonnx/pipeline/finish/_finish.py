@@ -18,6 +18,7 @@ def finish_graph(g, ep, interpreter, registry, config, manager, *, optimize: boo
     if optimize:
         g.optimize()
         apply_pack_rewrites(g, registry, config)
+        g.derive_weight_transposes()  # after the rewrites, which read MatMul(x, Transpose(W))
     drop_unused_domains(g)
     stamp_metadata(g, ep, interpreter, registry, manager)
 
