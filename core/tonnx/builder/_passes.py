@@ -154,8 +154,8 @@ def derive_weight_transposes(g) -> int:
     the file is written) become initializers derived at write time, stored transposed.
 
     Left as nodes, a runtime transposes them at every load: onnxruntime-genai opened a
-    1 B float32 Llama folder in 49-70 s with them, 27-33 s with the weights stored as the
-    MatMuls read them (as onnxruntime-genai's builder stores them). Run after the packs'
+    1 B float32 Llama folder in 40-41 s with them, 17-25 s with the weights stored as the
+    MatMuls read them (warm page cache; the builder's folder, stored alike, 17-22 s). Run after the packs'
     rewrites, which match ``MatMul(x, Transpose(W))``. A weight read elsewhere too (a tied
     embedding) keeps its node: one copy of it in the file."""
     from tonnx.builder._derived import derive

@@ -83,6 +83,15 @@ class QuantPlan:
         packed, scales, _ = DefaultWeightOnlyQuantizer(config).qbits_block_quant(w)
         return packed, scales
 
+    def quantize_experts(self, experts):
+        """(packed uint8 [E, N, blocks, blob], scales float32 [E, N, blocks]) of ``[E, N, K]``
+        experts, each ``[N, K]`` matrix quantized by :meth:`quantize`: what ``QMoE`` holds
+        and the greedy check's reference dequantizes."""
+        import numpy as np
+
+        parts = [self.quantize(expert, "nk") for expert in experts]
+        return np.stack([p for p, _ in parts]), np.stack([s for _, s in parts])
+
     def shapes(self, k: int, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         blocks = (k + self.block_size - 1) // self.block_size
         return (n, blocks, self.block_size * self.bits // 8), (n, blocks)

@@ -70,9 +70,8 @@ def qmoe(plan: Any, ctx, node):
                 f"block size {plan.block_size}, which onnxruntime's QMoE needs. Choose --block-size "
                 f"among the powers of two dividing {k}."
             )
-    parts = [_quantized(plan, g, inputs[i], value) for i, value in ((_FC1, fc1), (_FC2, fc2))]
+    (q1, s1), (q2, s2) = (_quantized(plan, g, inputs[i], value) for i, value in ((_FC1, fc1), (_FC2, fc2)))
     plan.experts_rewritten.add(inputs[_FC2])
-    (q1, s1), (q2, s2) = parts
     attributes = dict(node.attributes, expert_weight_bits=4, block_size=plan.block_size, normalize_routing_weights=1)
     new_inputs = [inputs[0], inputs[1], q1, s1, inputs[_FC1_BIAS], q2, s2, inputs[_FC2_BIAS]]
     if node.attributes.get("normalize_routing_weights", 0):
@@ -108,11 +107,7 @@ def _in_memory(g, name: str) -> bool:
 def _quantized(plan: Any, g, name: str, weight) -> tuple[str, str]:
     """(packed ``[E, N, K / 2]`` uint8, scales ``[E, N, K / block]``) initializers of the
     experts ``[E, N, K]``, each expert quantized as MatMulNBits' ``[N, K]`` weight."""
-    packed, scales = [], []
-    for expert in weight:
-        p, s = plan.quantize(expert, "nk")
-        packed.append(p.reshape(p.shape[0], -1))
-        scales.append(s)
-    q_name = g.make_initializer(f"{name}_Q4", np.stack(packed), dedup=False)
-    s_name = g.make_initializer(f"{name}_scales", np.stack(scales), dedup=False)
+    packed, scales = plan.quantize_experts(weight)
+    q_name = g.make_initializer(f"{name}_Q4", packed.reshape(*packed.shape[:2], -1), dedup=False)
+    s_name = g.make_initializer(f"{name}_scales", scales, dedup=False)
     return q_name, s_name

@@ -66,10 +66,9 @@ def _quantized_experts(weight: Any, plan: Any) -> Any:
     """``[E, N, K]`` experts, each ``[N, K]`` matrix quantized and dequantized."""
     import torch
 
-    experts = []
-    for expert in weight.detach():
-        packed, scales = plan.quantize(expert, "nk")
-        experts.append(dequantize(np.asarray(packed), np.asarray(scales), plan.bits, expert.shape[1]))
+    packed, scales = plan.quantize_experts(weight.detach())
+    k = weight.shape[2]
+    experts = [dequantize(p, s, plan.bits, k) for p, s in zip(packed, scales)]
     return torch.nn.Parameter(torch.from_numpy(np.stack(experts)), requires_grad=False)
 
 
