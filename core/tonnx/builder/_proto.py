@@ -22,17 +22,21 @@ def nbytes(value) -> int:
     return value.numel() * value.element_size()
 
 
+def tensor_array(value) -> np.ndarray:
+    """A constant as a numpy array in ONNX's little-endian byte order, in whatever layout it
+    has (a transposed view stays one: the file writer copies it into place once)."""
+    if not isinstance(value, np.ndarray):
+        value = value.detach()
+    data = _constants.as_numpy(value)
+    if sys.byteorder != "little" and data.dtype.itemsize > 1:
+        data = data.byteswap()
+    return data
+
+
 def tensor_bytes(value) -> memoryview:
     """The bytes of a constant as ONNX ``raw_data`` lays them out: a view of the tensor's
     memory (a copy only for a non-contiguous tensor, e.g. a weight transposed by folding)."""
-    if not isinstance(value, np.ndarray):
-        value = value.detach()
-        if not value.is_contiguous():
-            value = value.contiguous()
-    data = contiguous(_constants.as_numpy(value))
-    if sys.byteorder != "little" and data.dtype.itemsize > 1:
-        data = data.byteswap()
-    return data.reshape(-1).view(np.uint8).data
+    return contiguous(tensor_array(value)).reshape(-1).view(np.uint8).data
 
 
 def no_data_error(name: str) -> OutputFileError:
@@ -51,12 +55,20 @@ def contiguous(data: np.ndarray) -> np.ndarray:
     transpose, 2-3x faster than numpy's on a transposed weight)."""
     if data.flags.c_contiguous:
         return data
+    target = np.empty(data.shape, data.dtype)
+    copy_into(target, data)
+    return target
+
+
+def copy_into(target: np.ndarray, data: np.ndarray) -> None:
+    """``target[...] = data`` (same shape and dtype), by torch's copy for plain dtypes."""
     kind = _INT_OF_SIZE.get(data.dtype.itemsize)
-    if kind is None or any(st < 0 for st in data.strides) or data.dtype == object:
-        return np.ascontiguousarray(data)
+    if kind is None or data.dtype == object or any(st < 0 for st in data.strides):
+        np.copyto(target, data)
+        return
     import torch
 
-    return torch.from_numpy(data.view(kind)).contiguous().numpy().view(data.dtype)
+    torch.from_numpy(target.view(kind)).copy_(torch.from_numpy(data.view(kind)))
 
 
 def to_model_proto(

@@ -33,7 +33,7 @@ from onnx import GraphProto, ModelProto, TensorProto
 from tonnx._errors import OutputFileError
 from tonnx.builder import _proto
 from tonnx.pipeline.write import _sinks
-from tonnx.pipeline.write._sinks import load_checked, prefetch
+from tonnx.pipeline.write._sinks import as_bytes, load_checked, prefetch
 
 _TMP_MARK = ".tmp-tonnx-"
 _INITIALIZER = GraphProto.DESCRIPTOR.fields_by_name["initializer"].number
@@ -108,7 +108,7 @@ def write_inline(model: ModelProto, streamed: dict[str, Any], f, payload) -> Non
         f.write(frame)
         if init.name in streamed:
             _, data = next(tensors)
-            f.write(data)
+            f.write(as_bytes(data))
             del data
     f.write(graph_after)
     f.write(model_after)
@@ -358,7 +358,7 @@ def fill_data(tensors, payload) -> None:
     load = load_checked(payload)
     for proto, name, value in tensors:
         data = load((name, value))
-        proto.raw_data = bytes(data)
+        proto.raw_data = bytes(as_bytes(data))
         del data
         if proto.data_location == TensorProto.EXTERNAL:
             proto.data_location = TensorProto.DEFAULT

@@ -6,17 +6,19 @@ the file writer writes its bytes straight from the tensor."""
 
 from __future__ import annotations
 
+import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from onnx import TensorProto
 
 from tonnx._errors import OutputFileError
 
 from tonnx.builder import _constants
-from tonnx.builder._proto import nbytes, no_data_error, tensor_bytes
+from tonnx.builder._proto import contiguous, copy_into, nbytes, no_data_error, tensor_bytes
 
 #: Tensors at least this large go to the external data file when one is used.
 EXTERNAL_MIN_BYTES = 1024
@@ -29,7 +31,8 @@ class ExternalDataWriter:
     them), so the model proto never holds the bytes and a model over 2 GB serializes without
     protobuf's size limit; :meth:`close` writes them, from the tensors' own memory.
     ``payload(name, value)`` gives the bytes (weights read lazily for tensors on the ``meta``
-    device); the default views the value itself.
+    device), or a numpy array in any layout (a transposed view of a mapped checkpoint
+    tensor, copied into place once); the default views the value itself.
     """
 
     #: subgraph initializers may go to the data file too
@@ -72,7 +75,7 @@ class ExternalDataWriter:
         if self._written:
             return
         self._written = True
-        with open(self.path, "wb") as f:
+        with open(self.path, "w+b") as f:  # readable too: strided tensors are copied into a mapping
             write_tensors(f, self.planned, self._payload, self._ranges)
 
 
@@ -128,18 +131,15 @@ class FileRange:
     nbytes: int
 
 
-def copy_range(source: FileRange, f) -> None:
-    """Appends ``source``'s bytes to the open file ``f`` at its position."""
-    f.flush()
-    start, out = f.tell(), f.fileno()
+def copy_range(source: FileRange, out: int, at: int) -> None:
+    """Copies ``source``'s bytes into the file descriptor ``out`` at byte ``at``."""
     with open(source.path, "rb") as src:
         done = 0
         while done < source.nbytes:
-            n = _copy(src.fileno(), out, source.nbytes - done, source.offset + done, start + done)
+            n = _copy(src.fileno(), out, source.nbytes - done, source.offset + done, at + done)
             if n <= 0:
                 raise OutputFileError(f"{source.path!r} ends before byte {source.offset + source.nbytes}.")
             done += n
-    f.seek(start + done)
 
 
 def _copy(src: int, out: int, count: int, at: int, to: int) -> int:
@@ -151,6 +151,44 @@ def _copy(src: int, out: int, count: int, at: int, to: int) -> int:
             pass
     chunk = os.pread(src, min(count, 1 << 26), at)
     return os.pwrite(out, chunk, to)
+
+
+def as_bytes(data) -> memoryview:
+    """A payload's bytes in file order (a strided array is copied to C order)."""
+    if isinstance(data, np.ndarray):
+        return contiguous(data).reshape(-1).view(np.uint8).data
+    return memoryview(data).cast("B")
+
+
+def write_at(out: int, data, at: int) -> None:
+    """Writes the bytes ``data`` (a buffer) into the file descriptor ``out`` at byte ``at``."""
+    view = as_bytes(data)
+    done = 0
+    while done < view.nbytes:
+        done += os.pwrite(out, view[done:done + (1 << 30)], at + done)
+
+
+def place(data: np.ndarray, out: int, at: int) -> None:
+    """Writes an array of any layout into ``out`` at byte ``at``: a strided one (a weight
+    stored transposed, read from a mapped checkpoint) is copied straight into a mapping of
+    the file. One copy, where writing needs two (to C order, then into the page cache):
+    a 1 B Llama's 3.4 GB of transposed weights took ~1.9 s/GB this way, 3.2-7.4 s/GB
+    read, transposed and written."""
+    if data.flags.c_contiguous:
+        write_at(out, data, at)
+        return
+    start = at - at % mmap.ALLOCATIONGRANULARITY
+    try:
+        window = mmap.mmap(out, at - start + data.nbytes, offset=start)
+    except (OSError, ValueError):  # a file that cannot be mapped (opened write-only, a pipe)
+        write_at(out, data, at)
+        return
+    try:
+        target = np.frombuffer(window, data.dtype, data.size, at - start).reshape(data.shape)
+        copy_into(target, data)
+        del target
+    finally:
+        window.close()
 
 
 def load_checked(payload, ranges=None):
@@ -172,13 +210,18 @@ def load_checked(payload, ranges=None):
 
 
 def write_tensors(f, planned, payload, ranges=None) -> None:
-    """Writes each ``(name, value, offset, size)`` at its offset (zero padding between)."""
-    position = 0
+    """Writes each ``(name, value, offset, size)`` at its offset into the open file ``f``,
+    sized first: the gaps between tensors are zeros."""
+    if not planned:
+        return
+    f.flush()
+    out = f.fileno()
+    os.ftruncate(out, planned[-1][2] + planned[-1][3])
     for (_, _, offset, _), data in prefetch(planned, load_checked(payload, ranges)):
-        f.write(b"\0" * (offset - position))
         if type(data) is FileRange:
-            copy_range(data, f)
+            copy_range(data, out, offset)
+        elif isinstance(data, np.ndarray):
+            place(data, out, offset)
         else:
-            f.write(data)
-        position = offset + data.nbytes
+            write_at(out, data, offset)
         del data

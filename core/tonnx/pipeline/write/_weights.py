@@ -85,7 +85,9 @@ class SafetensorsWeights:
         return source
 
     def load(self, name: str, like) -> Any:
-        """The tensor ``name``, checked against the shape and dtype the model declares."""
+        """The tensor ``name``, checked against the shape and dtype the model declares: a
+        view of the file mapped copy-on-write when stored as declared (no copy of the bytes;
+        the mapping goes with the tensor), else read (and cast) by safetensors."""
         from safetensors import safe_open
 
         if name in self.derivations:
@@ -100,8 +102,9 @@ class SafetensorsWeights:
                 f"be the state_dict names of the model given to to_onnx; a non-persistent "
                 f"buffer (e.g. rotary inv_freq) must be built on CPU, not on 'meta'."
             )
+        if _stored_as(entry, like) and entry.end > entry.begin and entry.begin % like.element_size() == 0:
+            return _mapped(entry, like)
         path = entry.path
-        # opened per tensor: the file's mapping is released with each tensor
         with safe_open(path, framework="pt") as f:
             tensor = f.get_tensor(stored)
         if self._cast_floats and tensor.dtype != like.dtype and tensor.is_floating_point() \
@@ -136,15 +139,37 @@ class SafetensorsWeights:
         if _constants.has_data(like) or name in self.derivations:
             return None
         entry = self._stored.get(self._aliases.get(name, name))
-        if entry is None or entry.code != _SAFETENSORS_CODES.get(str(like.dtype)) or entry.shape != tuple(like.shape):
+        if entry is None or not _stored_as(entry, like):
             return None
         return FileRange(entry.path, entry.begin, entry.end - entry.begin)
 
-    def payload(self, name: str, value) -> memoryview:
-        """Bytes of an initializer: read from the files for a 'meta' tensor."""
+    def payload(self, name: str, value) -> Any:
+        """Bytes of an initializer: read from the files for a 'meta' tensor; a derived one
+        as computed, in any layout (the writer copies a transposed view into place)."""
+        if name in self.derivations:
+            return _proto.tensor_array(self._derive(name, value))
         if not _constants.has_data(value):
             value = self.load(name, value)
         return _proto.tensor_bytes(value)
+
+
+def _stored_as(entry: _Stored, like) -> bool:
+    """The checkpoint holds the tensor in the dtype and shape the model declares."""
+    return entry.code == _SAFETENSORS_CODES.get(str(like.dtype)) and entry.shape == tuple(like.shape)
+
+
+def _mapped(entry: _Stored, like):
+    """A torch tensor viewing ``entry``'s bytes in a private (copy-on-write) mapping of its file."""
+    import mmap
+
+    import torch
+
+    start = entry.begin - entry.begin % mmap.ALLOCATIONGRANULARITY
+    size = entry.end - entry.begin
+    with open(entry.path, "rb") as f:
+        window = mmap.mmap(f.fileno(), entry.end - start, access=mmap.ACCESS_COPY, offset=start)
+    data = np.frombuffer(window, np.uint8, size, entry.begin - start)
+    return torch.from_numpy(data).view(like.dtype).view(tuple(like.shape))
 
 
 def _header(path: str) -> dict[str, _Stored]:
