@@ -15,6 +15,7 @@ from onnx import AttributeProto, TensorProto, helper
 from tonnx._errors import OutputFileError
 from tonnx.builder import _constants
 
+
 def nbytes(value) -> int:
     """Size of a constant's data, known without reading it (also for ``meta`` tensors)."""
     if isinstance(value, np.ndarray):

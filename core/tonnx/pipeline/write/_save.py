@@ -14,8 +14,8 @@ PROTOBUF_LIMIT = 2**31
 
 
 def save(g, filename: str, external_data: bool | None, weights=None):
-    from tonnx.pipeline.write import _file_writer  # the writer imports onnx: loaded when saving
     from tonnx.builder._proto import nbytes
+    from tonnx.pipeline.write import _file_writer  # the writer imports onnx: loaded when saving
 
     total = sum(nbytes(v) for v in g.constants.values())
     if external_data is None:

@@ -16,7 +16,6 @@ import numpy as np
 from onnx import TensorProto
 
 from tonnx._errors import OutputFileError
-
 from tonnx.builder import _constants
 from tonnx.builder._proto import contiguous, copy_into, nbytes, no_data_error, tensor_bytes
 
