@@ -6,7 +6,8 @@
 The random Llama of ``bench_llm_decode.py`` (4 layers, hidden 512, vocab 32000) is exported
 by both tools at each precision, interleaved (tonnx, builder, tonnx, builder, ...), each as
 its own process under ``/usr/bin/time``: wall time and peak RSS of the whole command (imports,
-tracing or graph writing, weights, and tonnx's greedy check). Medians are printed.
+tracing or graph writing, weights, and tonnx's greedy check). Medians are printed. Each run
+starts after a ``sync``: on a slow disk a run otherwise pays for the previous one's writeback.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def main() -> None:
                 out = os.path.join(work, f"{who}-{precision}")
                 shutil.rmtree(out, ignore_errors=True)
                 argv = command(who, source, out, precision, os.path.join(work, "cache"), not args.no_verify)
+                os.sync()  # the previous run's written data reaches the disk before this one starts
                 results.setdefault((who, precision), []).append(timed(argv))
                 print(who, precision, [round(x, 1) for x in results[(who, precision)][-1]], flush=True)
     shutil.rmtree(work, ignore_errors=True)

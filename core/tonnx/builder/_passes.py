@@ -183,7 +183,7 @@ def derive_weight_transposes(g) -> int:
 
 def _transposer(perm: tuple[int, ...]):
     def transposed(weight: np.ndarray) -> np.ndarray:
-        # a view: the file writer copies it into place once (sinks.place)
+        # a view: the file writer puts it in C order as it writes it (sinks.place)
         return np.transpose(weight, perm)
 
     return transposed

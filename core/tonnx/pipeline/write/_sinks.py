@@ -6,7 +6,6 @@ the file writer writes its bytes straight from the tensor."""
 
 from __future__ import annotations
 
-import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ class ExternalDataWriter:
     protobuf's size limit; :meth:`close` writes them, from the tensors' own memory.
     ``payload(name, value)`` gives the bytes (weights read lazily for tensors on the ``meta``
     device), or a numpy array in any layout (a transposed view of a mapped checkpoint
-    tensor, copied into place once); the default views the value itself.
+    tensor, put in C order as it is written); the default views the value itself.
     """
 
     #: subgraph initializers may go to the data file too
@@ -74,7 +73,7 @@ class ExternalDataWriter:
         if self._written:
             return
         self._written = True
-        with open(self.path, "w+b") as f:  # readable too: strided tensors are copied into a mapping
+        with open(self.path, "wb") as f:
             write_tensors(f, self.planned, self._payload, self._ranges)
 
 
@@ -167,27 +166,26 @@ def write_at(out: int, data, at: int) -> None:
         done += os.pwrite(out, view[done:done + (1 << 30)], at + done)
 
 
+#: bytes of a strided tensor put in C order at a time before they are written
+PLACE_CHUNK = 1 << 26
+
+
 def place(data: np.ndarray, out: int, at: int) -> None:
-    """Writes an array of any layout into ``out`` at byte ``at``: a strided one (a weight
-    stored transposed, read from a mapped checkpoint) is copied straight into a mapping of
-    the file. One copy, where writing needs two (to C order, then into the page cache):
-    a 1 B Llama's 3.4 GB of transposed weights took ~1.9 s/GB this way, 3.2-7.4 s/GB
-    read, transposed and written."""
-    if data.flags.c_contiguous:
+    """Writes an array of any layout into ``out`` at byte ``at``. A strided one (a weight
+    stored transposed, a view of a mapped checkpoint tensor) is put in C order by slabs of
+    rows into one reused buffer, each written at once: no copy of the whole tensor in memory.
+    On a 1 B Llama the transposing copies took 4.6 s of the 28 s its 4.1 GB took to write."""
+    if data.flags.c_contiguous or data.ndim == 0 or data.size == 0:
         write_at(out, data, at)
         return
-    start = at - at % mmap.ALLOCATIONGRANULARITY
-    try:
-        window = mmap.mmap(out, at - start + data.nbytes, offset=start)
-    except (OSError, ValueError):  # a file that cannot be mapped (opened write-only, a pipe)
-        write_at(out, data, at)
-        return
-    try:
-        target = np.frombuffer(window, data.dtype, data.size, at - start).reshape(data.shape)
-        copy_into(target, data)
-        del target
-    finally:
-        window.close()
+    row_bytes = data.nbytes // data.shape[0]
+    step = max(1, PLACE_CHUNK // row_bytes)
+    buffer = np.empty(min(step, data.shape[0]) * row_bytes, np.uint8)
+    for row in range(0, data.shape[0], step):
+        part = data[row:row + step]
+        target = buffer[:part.nbytes].view(data.dtype).reshape(part.shape)
+        copy_into(target, part)
+        write_at(out, target, at + row * row_bytes)
 
 
 def load_checked(payload, ranges=None):
