@@ -25,7 +25,7 @@ def nbytes(value) -> int:
 
 def tensor_array(value) -> np.ndarray:
     """A constant as a numpy array in ONNX's little-endian byte order, in whatever layout it
-    has (a transposed view stays one: the file writer copies it into place once)."""
+    has (a transposed view stays one: the file writer puts it in C order as it writes it)."""
     if not isinstance(value, np.ndarray):
         value = value.detach()
     data = _constants.as_numpy(value)

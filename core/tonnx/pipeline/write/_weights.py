@@ -145,7 +145,7 @@ class SafetensorsWeights:
 
     def payload(self, name: str, value) -> Any:
         """Bytes of an initializer: read from the files for a 'meta' tensor; a derived one
-        as computed, in any layout (the writer copies a transposed view into place)."""
+        as computed, in any layout (the writer puts a transposed view in C order)."""
         if name in self.derivations:
             return _proto.tensor_array(self._derive(name, value))
         if not _constants.has_data(value):
