@@ -1,5 +1,5 @@
 """Strided arrays (weights stored transposed) are written in C order slab by slab, and
-checkpoint tensors are read through a copy-on-write mapping."""
+checkpoint tensors are read front to back into memory of their own."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
+from tonnx._errors import OutputFileError  # noqa: E402
 from tonnx.pipeline.write import _sinks  # noqa: E402
 from tonnx.pipeline.write._weights import SafetensorsWeights  # noqa: E402
 
@@ -49,7 +50,7 @@ def test_strided_payloads_land_in_c_order(tmp_path, monkeypatch, chunk):
         position = offset + size
 
 
-def test_checkpoint_tensors_are_mapped_copy_on_write(tmp_path):
+def test_checkpoint_tensors_are_read_into_memory_of_their_own(tmp_path):
     tensors = {"w": torch.randn(64, 48), "h": torch.randn(10, dtype=torch.bfloat16)}
     path = tmp_path / "model.safetensors"
     safetensors_torch.save_file(tensors, str(path))
@@ -58,11 +59,11 @@ def test_checkpoint_tensors_are_mapped_copy_on_write(tmp_path):
     for name, want in tensors.items():
         got = weights.load(name, torch.empty(want.shape, dtype=want.dtype, device="meta"))
         assert got.dtype == want.dtype and torch.equal(got, want)
-        got.zero_()  # a private page: the checkpoint keeps its bytes
+        got.zero_()  # memory of its own: the checkpoint keeps its bytes
     assert path.read_bytes() == before
 
 
-def test_a_derived_transpose_is_written_from_the_mapping(tmp_path):
+def test_a_derived_transpose_is_written_from_a_strided_view(tmp_path):
     weight = torch.randn(96, 40)
     path = tmp_path / "model.safetensors"
     safetensors_torch.save_file({"w": weight}, str(path))
@@ -82,3 +83,13 @@ def test_a_derived_transpose_is_written_from_the_mapping(tmp_path):
     with open(out, "wb") as f:
         _sinks.write_tensors(f, [("w.t", like, 0, payload.nbytes)], weights.payload)
     np.testing.assert_array_equal(np.fromfile(out, np.float32).reshape(40, 96), weight.numpy().T)
+
+
+def test_a_checkpoint_cut_short_is_a_typed_error(tmp_path):
+    path = tmp_path / "model.safetensors"
+    safetensors_torch.save_file({"w": torch.randn(64, 48)}, str(path))
+    weights = SafetensorsWeights(str(path))  # the header is read here, whole
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size - 100)
+    with pytest.raises(OutputFileError, match="ends inside a tensor"):
+        weights.load("w", torch.empty(64, 48, device="meta"))

@@ -29,7 +29,7 @@ class ExternalDataWriter:
     them), so the model proto never holds the bytes and a model over 2 GB serializes without
     protobuf's size limit; :meth:`close` writes them, from the tensors' own memory.
     ``payload(name, value)`` gives the bytes (weights read lazily for tensors on the ``meta``
-    device), or a numpy array in any layout (a transposed view of a mapped checkpoint
+    device), or a numpy array in any layout (a transposed view of a checkpoint
     tensor, put in C order as it is written); the default views the value itself.
     """
 
@@ -172,7 +172,7 @@ PLACE_CHUNK = 1 << 26
 
 def place(data: np.ndarray, out: int, at: int) -> None:
     """Writes an array of any layout into ``out`` at byte ``at``. A strided one (a weight
-    stored transposed, a view of a mapped checkpoint tensor) is put in C order by slabs of
+    stored transposed, a view of a checkpoint tensor) is put in C order by slabs of
     rows into one reused buffer, each written at once: no copy of the whole tensor in memory.
     On a 1 B Llama the transposing copies took 4.6 s of the 28 s its 4.1 GB took to write."""
     if data.flags.c_contiguous or data.ndim == 0 or data.size == 0:

@@ -85,9 +85,9 @@ class SafetensorsWeights:
         return source
 
     def load(self, name: str, like) -> Any:
-        """The tensor ``name``, checked against the shape and dtype the model declares: a
-        view of the file mapped copy-on-write when stored as declared (no copy of the bytes;
-        the mapping goes with the tensor), else read (and cast) by safetensors."""
+        """The tensor ``name``, checked against the shape and dtype the model declares: its
+        bytes read in one sequential pass when stored as declared, else read (and cast) by
+        safetensors."""
         from safetensors import safe_open
 
         if name in self.derivations:
@@ -102,8 +102,8 @@ class SafetensorsWeights:
                 f"be the state_dict names of the model given to to_onnx; a non-persistent "
                 f"buffer (e.g. rotary inv_freq) must be built on CPU, not on 'meta'."
             )
-        if _stored_as(entry, like) and entry.end > entry.begin and entry.begin % like.element_size() == 0:
-            return _mapped(entry, like)
+        if _stored_as(entry, like) and entry.end > entry.begin:
+            return _read(entry, like)
         path = entry.path
         with safe_open(path, framework="pt") as f:
             tensor = f.get_tensor(stored)
@@ -158,19 +158,25 @@ def _stored_as(entry: _Stored, like) -> bool:
     return entry.code == _SAFETENSORS_CODES.get(str(like.dtype)) and entry.shape == tuple(like.shape)
 
 
-def _mapped(entry: _Stored, like):
-    """A torch tensor viewing ``entry``'s bytes in a private (copy-on-write) mapping of its file."""
-    import mmap
+def _read(entry: _Stored, like):
+    """A torch tensor of ``entry``'s bytes, read front to back into one buffer.
 
+    Not a mapping of the file: a transposed copy or the quantizer's transpose reads a mapping
+    by columns, which from a cold page cache faults pages in a scattered order (the 1 B
+    Llama's projections, read and transposed by 2 threads: 12.2 s mapped, 8.1 s read, the
+    same 3.5 s warm), and a checkpoint changed during the export would kill the process with
+    SIGBUS instead of raising."""
     import torch
 
-    start = entry.begin - entry.begin % mmap.ALLOCATIONGRANULARITY
-    size = entry.end - entry.begin
-    with open(entry.path, "rb") as f:
-        window = mmap.mmap(f.fileno(), entry.end - start, access=mmap.ACCESS_COPY, offset=start)
-    if hasattr(mmap, "MADV_WILLNEED"):  # read ahead in one pass: a transposed copy reads by columns
-        window.madvise(mmap.MADV_WILLNEED)
-    data = np.frombuffer(window, np.uint8, size, entry.begin - start)
+    data = np.empty(entry.end - entry.begin, np.uint8)
+    view = memoryview(data)
+    with open(entry.path, "rb", buffering=0) as f:
+        done = 0
+        while done < len(view):  # one read() returns at most ~2 GB on Linux
+            got = os.preadv(f.fileno(), [view[done:]], entry.begin + done)
+            if got <= 0:
+                raise OutputFileError(f"weights: {entry.path!r} ends inside a tensor (truncated file?).")
+            done += got
     return torch.from_numpy(data).view(like.dtype).view(tuple(like.shape))
 
 
