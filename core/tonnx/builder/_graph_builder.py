@@ -151,6 +151,16 @@ class GraphBuilder:
             g = g.parent
         return False
 
+    def is_initializer(self, name: str) -> bool:
+        """An initializer, holding data or a ``meta`` placeholder the writer reads later (a
+        weight streamed from a checkpoint): what a rewrite may derive a new weight from."""
+        g = self
+        while g is not None:
+            if name in g.constants:
+                return True
+            g = g.parent
+        return False
+
     def get_constant(self, name: str) -> np.ndarray:
         """Value of a constant result as a numpy array (a view, never a copy of weights)."""
         g = self

@@ -94,7 +94,7 @@ def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[A
 
     if spec.bits is None:
         weights = SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if src.weights else None
-        return weights, [], None
+        return _with_stacked(weights, src), [], None
     from .quantize import DEFAULT_BLOCK_SIZE, QuantizingWeights, QuantPlan, quantize_pack
     from .quantize_experts import experts_down_names
     from .quantized_reference import unquantized_weights
@@ -102,4 +102,9 @@ def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[A
     plan = QuantPlan(bits=spec.bits, block_size=block_size or DEFAULT_BLOCK_SIZE,
                      keep_float=unquantized_weights(src.model), experts_down=experts_down_names(src.model))
     weights = QuantizingWeights(src.weights, src.aliases, plan, cast_floats=True) if src.weights else None
-    return weights, [quantize_pack(plan)], plan
+    return _with_stacked(weights, src), [quantize_pack(plan)], plan
+
+
+def _with_stacked(weights: Any, src: Any) -> Any:
+    """The weights source, also computing the model's stacked experts from the checkpoint."""
+    return weights.with_derivations(src.stacked) if weights is not None and src.stacked else weights

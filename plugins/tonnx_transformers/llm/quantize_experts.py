@@ -51,15 +51,16 @@ def experts_down_names(model: Any) -> frozenset[str]:
 
 
 def qmoe(plan: Any, ctx, node):
-    """``MoE`` whose fc1 and fc2 are float32 initializers in memory, fc2 a model's experts
-    ``down_proj`` -> ``QMoE`` with both quantized (int4 only)."""
+    """``MoE`` whose fc1 and fc2 are 3-D float32 initializers (in memory, or streamed from
+    the checkpoint and quantized as they are written), fc2 a model's experts ``down_proj``
+    -> ``QMoE`` with both quantized (int4 only)."""
     g = ctx.g
     inputs = list(node.inputs) + [""] * (_FC3 + 1 - len(node.inputs))
     if plan.bits != 4 or inputs[_FC3] or inputs[_FC2] not in plan.experts_down:
         return None
     if len(g.get_shape(inputs[0]) or ()) != 2:
         return None  # tokens in rows, as the ortcontrib pack writes them: the top-k mass is per row
-    if not all(_in_memory(g, inputs[i]) for i in (_FC1, _FC2)):
+    if not all(_float_experts(g, inputs[i]) for i in (_FC1, _FC2)):
         return None
     fc1, fc2 = g.constants[inputs[_FC1]], g.constants[inputs[_FC2]]
     for what, weight in (("hidden size", fc1), ("expert intermediate size", fc2)):
@@ -94,20 +95,32 @@ def _times_top_k_mass(ctx, router: str, k: int, moe: str, outputs) -> list:
     return [probs, top, mass, ctx.node("Mul", [moe, mass.outputs[0]], outputs)]
 
 
-def _in_memory(g, name: str) -> bool:
-    """A 3-D float32 initializer holding its values (not a ``meta`` placeholder)."""
+def _float_experts(g, name: str) -> bool:
+    """A 3-D float32 initializer (holding data or a ``meta`` placeholder)."""
     from onnx import TensorProto
 
-    from tonnx.builder._constants import has_data
-
     value = g.constants.get(name)
-    return value is not None and has_data(value) and len(value.shape) == 3 and g.types.get(name) == TensorProto.FLOAT
+    return value is not None and len(value.shape) == 3 and g.types.get(name) == TensorProto.FLOAT
 
 
 def _quantized(plan: Any, g, name: str, weight) -> tuple[str, str]:
     """(packed ``[E, N, K / 2]`` uint8, scales ``[E, N, K / block]``) initializers of the
-    experts ``[E, N, K]``, each expert quantized as MatMulNBits' ``[N, K]`` weight."""
-    packed, scales = plan.quantize_experts(weight)
-    q_name = g.make_initializer(f"{name}_Q4", packed.reshape(*packed.shape[:2], -1), dedup=False)
-    s_name = g.make_initializer(f"{name}_scales", scales, dedup=False)
+    experts ``[E, N, K]``, each expert quantized as MatMulNBits' ``[N, K]`` weight: now when
+    they are in memory, else placeholders the writer fills (``plan.pending``)."""
+    import torch
+
+    from tonnx.builder._constants import has_data
+
+    q_name, s_name = f"{name}_Q4", f"{name}_scales"
+    if has_data(weight):
+        packed, scales = plan.quantize(weight, "experts")
+        return g.make_initializer(q_name, packed, dedup=False), g.make_initializer(s_name, scales, dedup=False)
+    experts, n, k = weight.shape
+    (_, blocks, blob), _ = plan.shapes(k, n)
+    q_name = g.make_initializer(q_name, torch.empty((experts, n, blocks * blob), dtype=torch.uint8, device="meta"),
+                                dedup=False)
+    s_name = g.make_initializer(s_name, torch.empty((experts, n, blocks), dtype=torch.float32, device="meta"),
+                                dedup=False)
+    plan.pending[q_name] = (name, weight, "experts", "packed")
+    plan.pending[s_name] = (name, weight, "experts", "scales")
     return q_name, s_name

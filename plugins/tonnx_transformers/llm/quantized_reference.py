@@ -66,9 +66,9 @@ def _quantized_experts(weight: Any, plan: Any) -> Any:
     """``[E, N, K]`` experts, each ``[N, K]`` matrix quantized and dequantized."""
     import torch
 
-    packed, scales = plan.quantize_experts(weight.detach())
-    k = weight.shape[2]
-    experts = [dequantize(p, s, plan.bits, k) for p, s in zip(packed, scales)]
+    packed, scales = plan.quantize(weight.detach(), "experts")
+    k, blocks = weight.shape[2], scales.shape[2]
+    experts = [dequantize(p.reshape(p.shape[0], blocks, -1), s, plan.bits, k) for p, s in zip(packed, scales)]
     return torch.nn.Parameter(torch.from_numpy(np.stack(experts)), requires_grad=False)
 
 

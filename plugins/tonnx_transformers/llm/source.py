@@ -5,8 +5,9 @@ buffers on the CPU: the non-persistent ones (rotary ``inv_freq``, masks) are com
 model's constructor and are in no checkpoint, so they must hold data; the weights are read
 from the folder's safetensors files one tensor at a time while the ONNX file is written
 (``to_onnx(..., weights=...)``). A model one of whose tensors transformers builds from
-several checkpoint tensors (the experts of Mixtral, Qwen3-MoE) is loaded by transformers
-instead, in memory: streaming those is left to do. A bfloat16 or float16 checkpoint is read
+several checkpoint tensors (the stacked experts of Mixtral, Qwen3-MoE) is streamed too: the
+tensor is computed by transformers' own weight converter as it is written
+(:mod:`.stacked_weights`). A bfloat16 or float16 checkpoint is read
 into the float32 model (each tensor cast as it is read); with ``--precision fp16`` the model
 is built in float16 and every floating tensor is cast to it as it is read.
 """
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tonnx import TonnxError, UnsupportedError
+
+from .stacked_weights import stacked_tensors
 
 
 class SourceError(TonnxError):
@@ -44,6 +47,8 @@ class Source:
     weights: list[str] = field(default_factory=list)
     #: model tensor name -> checkpoint name, where they differ (tied, renamed)
     aliases: dict[str, str] = field(default_factory=dict)
+    #: model tensor name -> how it is computed from several checkpoint tensors (stacked experts)
+    stacked: dict[str, Any] = field(default_factory=dict)
     #: the folder the tokenizer files are copied from (None: no tokenizer files)
     tokenizer_folder: str | None = None
     #: what transformers runs for the greedy check (a loader: the folder is read only then)
@@ -87,19 +92,26 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
     model.eval()
     _buffers_to_meta(model, stored)
-    aliases = checkpoint_names(model, stored)
+    stacked = stacked_tensors(model, weights)
+    if stacked:
+        # grouped_mm branches on the device (histc of floats on the CPU, of ints elsewhere):
+        # on 'meta' it would trace another graph than the model computes. The pack's eager
+        # loop over every expert traces alike on any device (where no fused op replaces it)
+        model.set_experts_implementation("eager")
+    aliases = checkpoint_names(model, stored, set(stacked))
 
     def load():
         return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
-    if aliases is None:  # a tensor made of several checkpoint tensors: transformers builds it
+    if aliases is None:  # a tensor no checkpoint name or converter gives: transformers loads it
         reference = load()
         model = _in_dtype(reference, dtype)
         return Source(model=model, config=config, generation_config=_generation_config(folder, model),
                       tokenizer_folder=tokenizer or folder, reference=lambda: reference)
     return Source(
         model=model, config=config, generation_config=_generation_config(folder, model),
-        weights=weights, aliases=aliases, tokenizer_folder=tokenizer or folder, reference=load,
+        weights=weights, aliases=aliases, stacked=stacked, tokenizer_folder=tokenizer or folder,
+        reference=load,
     )
 
 
@@ -120,20 +132,20 @@ def _in_dtype(model: Any, dtype: Any) -> Any:
     return copied
 
 
-def checkpoint_names(model: Any, stored: set[str]) -> dict[str, str] | None:
-    """For each 'meta' tensor of the model not stored under its own name, the checkpoint
-    tensor holding it; None when one is made from several (a weight converter).
+def checkpoint_names(model: Any, stored: set[str], stacked: set[str] = frozenset()) -> dict[str, str] | None:
+    """For each 'meta' tensor of the model not stored under its own name (nor ``stacked``:
+    computed from several), the checkpoint tensor holding it; None when one has none.
 
     transformers 5 renames tensors when loading (GPT-NeoX's ``embed_out`` is the model's
     ``lm_head``) and saves a tied weight once; its ``revert_weight_conversion`` (what
     ``save_pretrained`` runs) gives the checkpoint's name of each model tensor, the same
-    object for a rename. A converter (Mixtral's experts, stacked from one tensor per expert)
-    gives new tensors: such a model is loaded by transformers instead of streamed.
+    object for a rename (a converter's stacked experts come back as new tensors: those are
+    :mod:`.stacked_weights`' job).
     """
     from transformers.core_model_loading import revert_weight_conversion
 
     state = model.state_dict(keep_vars=True)
-    missing = {n for n, t in state.items() if n not in stored and t.device.type == "meta"}
+    missing = {n for n, t in state.items() if n not in stored and n not in stacked and t.device.type == "meta"}
     if not missing:
         return {}
     names: dict[int, list[str]] = {}

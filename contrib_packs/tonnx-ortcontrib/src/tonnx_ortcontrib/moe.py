@@ -129,16 +129,15 @@ def _(x, top_k_index, top_k_weights, gate_up, down, concatenated):
 
 
 def _experts_layout(experts, *, bias: bool, transposed: bool) -> bool:
-    """True for decorated experts of this layout, on real float32 weights, not sharded."""
+    """True for decorated experts of this layout, on float32 weights (in memory or on
+    ``meta``: the converter derives its layouts as the file is written), not sharded."""
     flags = {"has_bias": bias, "is_transposed": transposed, "has_post_expert_norm": False, "_is_expert_parallel": False}
     if any(getattr(experts, name, None) is not value for name, value in flags.items()):
         return False  # an undecorated class has no flags
     if not getattr(experts, "has_gate", False) or getattr(experts, "training", True):
         return False
     names = ("gate_up_proj", "down_proj", *(("gate_up_proj_bias", "down_proj_bias") if bias else ()))
-    # a model on the meta device streams its weights at write time: the interleaved copy
-    # the converter makes would have nothing to read
-    return all(getattr(experts, n).dtype == torch.float32 and not getattr(experts, n).is_meta for n in names)
+    return all(getattr(experts, n).dtype == torch.float32 for n in names)
 
 
 def _own_parts(block, *parts) -> bool:
@@ -164,7 +163,7 @@ def _silu_spec(block) -> dict | None:
     experts, router = block.experts, block.gate
     if not _own_parts(block, router, experts) or not type(router).__name__.endswith("TopKRouter"):
         return None
-    if not _silu_experts(experts) or router.weight.dtype != torch.float32 or router.weight.is_meta:
+    if not _silu_experts(experts) or router.weight.dtype != torch.float32:
         return None
     return {
         "normalize": bool(getattr(router, "norm_topk_prob", True)),
@@ -180,8 +179,6 @@ def _deepseek_spec(block) -> dict | None:
         return None
     if not _silu_experts(experts) or not router.routed_scaling_factor > 0:
         return None
-    if router.weight.is_meta:
-        return None
     return {"concatenated": getattr(experts, "is_concatenated", True)}
 
 
@@ -196,7 +193,7 @@ def _gpt_oss_spec(block) -> dict | None:
         return None  # a subclass may gate or route otherwise
     if not _experts_layout(experts, bias=True, transposed=True) or getattr(experts, "is_concatenated", True):
         return None
-    if any(w.dtype != torch.float32 or w.is_meta for w in (router.weight, router.bias)):
+    if any(w.dtype != torch.float32 for w in (router.weight, router.bias)):
         return None
     return {
         "normalize": True, "concatenated": False, "transposed": True, "gate_up_bias": experts.gate_up_proj_bias,
@@ -302,6 +299,16 @@ def _interleaved(gate_up: np.ndarray, concatenated: bool) -> np.ndarray:
     return fc1
 
 
+def _derived(g, weight: str, layout, transposed: bool) -> str:
+    """An initializer ``layout(weight)`` in C order: computed now when the weight is in
+    memory, else when the file is written (a folder streamed from its checkpoint)."""
+    shape = list(g.get_shape(weight))
+    if transposed:
+        shape[1], shape[2] = shape[2], shape[1]
+    # float32 only: the converters apply to nothing else (_fits, _fits_routed)
+    return g.make_derived_initializer([weight], lambda w: np.ascontiguousarray(layout(w)), tuple(shape), torch.float32)
+
+
 # tonnx_ortcontrib::softmax_topk_moe
 def convert(
     g, sts, outputs, x, router_logits, gate_up, down, top_k, normalize, concatenated,
@@ -309,19 +316,18 @@ def convert(
 ):  # fmt: skip
     "softmax_topk_moe(Tensor x, Tensor router_logits, Tensor gate_up, Tensor down, int top_k, bool normalize, bool concatenated, bool transposed=False, Tensor? gate_up_bias=None, Tensor? down_bias=None, float alpha=1., float beta=0., float? limit=None) -> Tensor"
     weights = [w for w in (gate_up, down, gate_up_bias, down_bias) if w is not None]
-    if not all(g.is_constant(w) for w in weights):
+    if not all(g.is_initializer(w) for w in weights):
         raise UnsupportedError(
             f"{OP}: onnxruntime's MoE needs the experts' weights as initializers; these are "
             "computed in the graph. Block the pack (packs=['no:ortcontrib']) for this model."
         )
-    # copies (the export holds the experts' weights twice until the model is written)
-    fc1 = g.get_constant(gate_up)
-    fc1 = _interleaved(fc1.transpose(0, 2, 1) if transposed else fc1, concatenated)
-    inputs = [x, router_logits, g.make_initializer("", np.ascontiguousarray(fc1), dedup=False), "", down, ""]
+    fc1 = _derived(g, gate_up, lambda w: _interleaved(w.transpose(0, 2, 1) if transposed else w, concatenated),
+                   transposed)
+    inputs = [x, router_logits, fc1, "", down, ""]
     if transposed:
-        inputs[4] = g.make_initializer("", np.ascontiguousarray(g.get_constant(down).transpose(0, 2, 1)), dedup=False)
+        inputs[4] = _derived(g, down, lambda w: w.transpose(0, 2, 1), transposed)
     if gate_up_bias is not None:
-        inputs[3] = g.make_initializer("", _interleaved(g.get_constant(gate_up_bias), concatenated), dedup=False)
+        inputs[3] = _derived(g, gate_up_bias, lambda b: _interleaved(b, concatenated), False)
     if down_bias is not None:
         inputs[5] = down_bias
     attributes = {"swiglu_limit": float(limit)} if limit is not None else {}
@@ -342,7 +348,7 @@ _TINY = np.finfo(np.float32).tiny
 # tonnx_ortcontrib::routed_moe
 def convert_routed(g, sts, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated):
     "routed_moe(Tensor x, Tensor top_k_index, Tensor top_k_weights, Tensor gate_up, Tensor down, bool concatenated) -> Tensor"
-    if not (g.is_constant(gate_up) and g.is_constant(down)):
+    if not (g.is_initializer(gate_up) and g.is_initializer(down)):
         raise UnsupportedError(
             f"{ROUTED}: onnxruntime's MoE needs the experts' weights as initializers; these are "
             "computed in the graph. Block the pack (packs=['no:ortcontrib']) for this model."
@@ -354,7 +360,7 @@ def convert_routed(g, sts, outputs, x, top_k_index, top_k_weights, gate_up, down
     masked = g.op.Expand(np.array(-np.inf, dtype=np.float32), rows)
     logs = g.op.Log(g.op.Max(top_k_weights, np.array(_TINY, dtype=np.float32)))
     logits = g.op.ScatterElements(masked, top_k_index, logs, axis=1)
-    fc1 = g.make_initializer("", _interleaved(g.get_constant(gate_up), concatenated), dedup=False)
+    fc1 = _derived(g, gate_up, lambda w: _interleaved(w, concatenated), False)
     moe = g.make_node(
         "MoE", [x, logits, fc1, "", down], 1, domain=MS_DOMAIN, k=int(top_k), activation_type="swiglu",
         swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0, normalize_routing_weights=0,
