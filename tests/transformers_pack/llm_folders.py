@@ -35,6 +35,12 @@ CONFIGS = {
     "smollm3": lambda: transformers.SmolLM3Config(**COMMON, pad_token_id=0, no_rope_layers=[1, 0],
                                                   initializer_range=0.2),
     "olmoe": lambda: transformers.OlmoeConfig(**COMMON, **MOE, num_experts=4, pad_token_id=0),
+    "qwen2_moe": lambda: transformers.Qwen2MoeConfig(  # a shared expert beside the routed ones
+        **COMMON, **MOE, moe_intermediate_size=32, num_experts=4, shared_expert_intermediate_size=64,
+        decoder_sparse_step=1, mlp_only_layers=[]),
+    "gpt_oss": lambda: transformers.GptOssConfig(  # biased, transposed experts; sinks
+        **COMMON, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"]),
     "deepseek_v3": lambda: transformers.DeepseekV3Config(
         **COMMON, **MOE, moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1,
         n_group=1, topk_group=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=32,

@@ -221,14 +221,17 @@ def test_experts_stacked_from_several_tensors_are_streamed(tmp_path, name):
         np.testing.assert_array_equal(got, loaded[target].numpy(), err_msg=target)
 
 
-@pytest.mark.parametrize("options", [{"runtime": "onnx"}, {"precision": "fp16"}])
-def test_streamed_experts_no_fused_op_replaces_pass_the_check(tmp_path, options):
-    """Where no onnxruntime MoE op replaces the experts (the portable flavor; float16), the
-    streamed model traces transformers' loop over the experts: on 'meta', grouped_mm would
-    take another branch than on the CPU (histc of ints) and the export failed."""
+@pytest.mark.parametrize(("name", "options"), [
+    ("mixtral", {"runtime": "onnx"}), ("mixtral", {"precision": "fp16"}), ("gpt_oss", {"precision": "fp16"}),
+])
+def test_streamed_experts_no_fused_op_replaces_pass_the_check(tmp_path, name, options):
+    """Where no onnxruntime MoE op replaces the experts (the portable flavor; float16), a
+    streamed model traces transformers' loop over the experts: on 'meta', grouped_mm takes
+    another branch than on the CPU (histc of ints) and the export failed (GPT-OSS, whose
+    checkpoint holds its experts stacked, too)."""
     from tonnx_transformers import export_llm
 
-    llm_folders.save_folder("mixtral", tmp_path / "src")
+    llm_folders.save_folder(name, tmp_path / "src")
     done = export_llm(tmp_path / "src", tmp_path / "out", **options)
     assert done.streamed and done.check.max_abs_diff < (1e-3 if options.get("precision") else 1e-5)
 
@@ -265,13 +268,14 @@ def test_a_latent_attention_cache_is_refused(tmp_path):
 
 
 def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):
-    """StableLM (partial rotary), SmolLM3 (a layer without rotary), OLMoE (experts streamed) and
-    Gemma3 text (sliding window 8 < 26 positions): the rows of docs/llm-export.md. One test,
-    not one per model: 27 s for the four (one export each, weights of a few hundred kB)."""
+    """StableLM (partial rotary), SmolLM3 (a layer without rotary), OLMoE (experts streamed),
+    Gemma3 text (sliding window 8 < 26 positions), Qwen2-MoE (a shared expert) and GPT-OSS
+    (biased, transposed experts, attention sinks): the rows of docs/llm-export.md. One test,
+    not one per model (one export each, weights of a few hundred kB)."""
     from tonnx_transformers import export_llm
 
     og = _genai()
-    for name in ("stablelm", "smollm3", "olmoe", "gemma3_text"):
+    for name in ("stablelm", "smollm3", "olmoe", "gemma3_text", "qwen2_moe", "gpt_oss"):
         model = llm_folders.save_folder(name, tmp_path / name)
         done = export_llm(tmp_path / name, tmp_path / f"{name}-onnx")
         assert done.streamed and done.check.max_abs_diff < 5e-5, name  # SmolLM3: 6.1e-6

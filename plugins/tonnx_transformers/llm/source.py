@@ -92,12 +92,12 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
     model.eval()
     _buffers_to_meta(model, stored)
-    stacked = stacked_tensors(model, weights)
-    if stacked:
+    if getattr(model.config, "_experts_implementation", "eager") != "eager":
         # grouped_mm branches on the device (histc of floats on the CPU, of ints elsewhere):
-        # on 'meta' it would trace another graph than the model computes. The pack's eager
-        # loop over every expert traces alike on any device (where no fused op replaces it)
+        # on 'meta' it traces another graph than the model computes. The pack's eager loop
+        # over every expert traces alike on any device (where no fused op replaces it)
         model.set_experts_implementation("eager")
+    stacked = stacked_tensors(model, weights)
     aliases = checkpoint_names(model, stored, set(stacked))
 
     def load():
