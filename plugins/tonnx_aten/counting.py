@@ -49,9 +49,11 @@ def aten_histc(g, sts, outputs, self, bins=100, min=0, max=0):
     "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor"
     elem = sts.dtype
     if elem not in _FLOATS:
+        why = ("torch accumulates the counts in that type" if elem in (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+               else "torch's CPU kernel refuses it (the CUDA one counts integers)")
         raise UnsupportedError(
-            "histc of float16/bfloat16: torch accumulates the counts in that type; only "
-            "float32 and float64 are converted exactly"
+            f"histc of {TensorProto.DataType.Name(elem).lower()}: {why}; only float32 and float64 are "
+            "converted exactly"
         )
     x = g.op.Reshape(self, _i64(-1))
     if min == max:
