@@ -221,6 +221,17 @@ def test_experts_stacked_from_several_tensors_are_streamed(tmp_path, name):
         np.testing.assert_array_equal(got, loaded[target].numpy(), err_msg=target)
 
 
+def test_experts_of_a_sharded_checkpoint_are_stacked_across_files(tmp_path):
+    """A layer's experts split over several safetensors files (10 shards of 60 kB)."""
+    from tonnx_transformers import export_llm
+
+    llm_folders.model("mixtral").save_pretrained(tmp_path / "src", max_shard_size="60KB")
+    llm_folders.tokenizer().save_pretrained(tmp_path / "src")
+    assert len(list((tmp_path / "src").glob("*.safetensors"))) > 2
+    done = export_llm(tmp_path / "src", tmp_path / "out", precision="int4")
+    assert done.streamed and done.check.max_abs_diff < 1e-5
+
+
 @pytest.mark.parametrize(("name", "options"), [
     ("mixtral", {"runtime": "onnx"}), ("mixtral", {"precision": "fp16"}), ("gpt_oss", {"precision": "fp16"}),
 ])
