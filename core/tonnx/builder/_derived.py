@@ -46,8 +46,7 @@ def derive(g, sources: list[str], compute: Callable[..., np.ndarray], shape: tup
 
 
 def _initializer(g, name: str) -> Any:
-    while g is not None:
-        if name in g.constants:
-            return g.constants[name]
-        g = g.parent
-    raise KeyError(f"{name!r} is not an initializer")
+    value = g.initializer(name)
+    if value is None:
+        raise KeyError(f"{name!r} is not an initializer")
+    return value

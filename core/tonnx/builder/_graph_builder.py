@@ -142,33 +142,32 @@ class GraphBuilder:
 
     # -- constants ------------------------------------------------------------------------------
 
-    def is_constant(self, name: str) -> bool:
+    def initializer(self, name: str) -> Any:
+        """The value of initializer ``name`` here or in an enclosing graph (data, or a
+        ``meta`` placeholder the writer reads later); None when it is not one."""
         g = self
         while g is not None:
             if name in g.constants:
-                # a 'meta' tensor has no value to fold or read: a runtime operand
-                return _constants.has_data(g.constants[name])
+                return g.constants[name]
             g = g.parent
-        return False
+        return None
+
+    def is_constant(self, name: str) -> bool:
+        # a 'meta' tensor has no value to fold or read: a runtime operand
+        value = self.initializer(name)
+        return value is not None and _constants.has_data(value)
 
     def is_initializer(self, name: str) -> bool:
         """An initializer, holding data or a ``meta`` placeholder the writer reads later (a
         weight streamed from a checkpoint): what a rewrite may derive a new weight from."""
-        g = self
-        while g is not None:
-            if name in g.constants:
-                return True
-            g = g.parent
-        return False
+        return self.initializer(name) is not None
 
     def get_constant(self, name: str) -> np.ndarray:
         """Value of a constant result as a numpy array (a view, never a copy of weights)."""
-        g = self
-        while g is not None:
-            if name in g.constants:
-                return _constants.as_numpy(g.constants[name])
-            g = g.parent
-        raise TonnxError(f"{name!r} is not a constant.{self.get_debug_msg()}")
+        value = self.initializer(name)
+        if value is None:
+            raise TonnxError(f"{name!r} is not a constant.{self.get_debug_msg()}")
+        return _constants.as_numpy(value)
 
     def is_zero_constant(self, name: str, max_elements: int | None = _folding.EAGER_MAX_ELEMENTS) -> bool:
         """True for a constant whose elements are all zero (a bias or a state that adds

@@ -160,7 +160,7 @@ def _nbits(plan: QuantPlan, ctx, node, weight: str, layout: str, bias: str | Non
         if plan.layouts.get(q_name) != layout:
             return None
     else:
-        _add_parts(plan, g, weight, value, layout, q_name, s_name, k, n)
+        add_parts(plan, g, weight, value, layout, (q_name, s_name), plan.shapes(k, n))
         plan.layouts[q_name] = layout
     plan.rewritten += 1
     inputs = [node.inputs[0], q_name, s_name] + (["", "", bias] if bias else [])
@@ -168,22 +168,25 @@ def _nbits(plan: QuantPlan, ctx, node, weight: str, layout: str, bias: str | Non
                      bits=plan.bits, block_size=plan.block_size, accuracy_level=plan.accuracy_level)]
 
 
-def _add_parts(plan: QuantPlan, g, weight: str, value, layout: str, q_name: str, s_name: str,
-               k: int, n: int) -> None:
+def add_parts(plan: QuantPlan, g, weight: str, value, layout: str, names: tuple[str, str],
+              shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[str, str]:
+    """The (packed, scales) initializers ``names`` of ``weight`` quantized in ``layout``:
+    computed now when ``value`` holds data, else ``meta`` placeholders of ``shapes`` that
+    :class:`QuantizingWeights` fills as the file is written (``plan.pending``)."""
     import torch
 
     from tonnx.builder._constants import has_data
 
+    q_name, s_name = names
     if has_data(value):
         packed, scales = plan.quantize(value, layout)
-        g.make_initializer(q_name, packed, dedup=False)
-        g.make_initializer(s_name, scales, dedup=False)
-        return
-    q_shape, s_shape = plan.shapes(k, n)
+        return g.make_initializer(q_name, packed, dedup=False), g.make_initializer(s_name, scales, dedup=False)
+    q_shape, s_shape = shapes
     g.make_initializer(q_name, torch.empty(q_shape, dtype=torch.uint8, device="meta"), dedup=False)
     g.make_initializer(s_name, torch.empty(s_shape, dtype=torch.float32, device="meta"), dedup=False)
     plan.pending[q_name] = (weight, value, layout, "packed")
     plan.pending[s_name] = (weight, value, layout, "scales")
+    return q_name, s_name
 
 
 class QuantizingWeights(SafetensorsWeights):

@@ -106,21 +106,10 @@ def _float_experts(g, name: str) -> bool:
 def _quantized(plan: Any, g, name: str, weight) -> tuple[str, str]:
     """(packed ``[E, N, K / 2]`` uint8, scales ``[E, N, K / block]``) initializers of the
     experts ``[E, N, K]``, each expert quantized as MatMulNBits' ``[N, K]`` weight: now when
-    they are in memory, else placeholders the writer fills (``plan.pending``)."""
-    import torch
+    they are in memory, else placeholders the writer fills."""
+    from .quantize import add_parts
 
-    from tonnx.builder._constants import has_data
-
-    q_name, s_name = f"{name}_Q4", f"{name}_scales"
-    if has_data(weight):
-        packed, scales = plan.quantize(weight, "experts")
-        return g.make_initializer(q_name, packed, dedup=False), g.make_initializer(s_name, scales, dedup=False)
     experts, n, k = weight.shape
     (_, blocks, blob), _ = plan.shapes(k, n)
-    q_name = g.make_initializer(q_name, torch.empty((experts, n, blocks * blob), dtype=torch.uint8, device="meta"),
-                                dedup=False)
-    s_name = g.make_initializer(s_name, torch.empty((experts, n, blocks), dtype=torch.float32, device="meta"),
-                                dedup=False)
-    plan.pending[q_name] = (name, weight, "experts", "packed")
-    plan.pending[s_name] = (name, weight, "experts", "scales")
-    return q_name, s_name
+    shapes = (experts, n, blocks * blob), (experts, n, blocks)
+    return add_parts(plan, g, name, weight, "experts", (f"{name}_Q4", f"{name}_scales"), shapes)

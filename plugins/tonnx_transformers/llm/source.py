@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +97,7 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
         # on 'meta' it traces another graph than the model computes. The pack's eager loop
         # over every expert traces alike on any device (where no fused op replaces it)
         model.set_experts_implementation("eager")
-    stacked = stacked_tensors(model, weights)
+    stacked = stacked_tensors(model, stored)
     aliases = checkpoint_names(model, stored, set(stacked))
 
     def load():
@@ -132,7 +132,7 @@ def _in_dtype(model: Any, dtype: Any) -> Any:
     return copied
 
 
-def checkpoint_names(model: Any, stored: set[str], stacked: set[str] = frozenset()) -> dict[str, str] | None:
+def checkpoint_names(model: Any, stored: Container[str], stacked: Container[str] = frozenset()) -> dict[str, str] | None:
     """For each 'meta' tensor of the model not stored under its own name (nor ``stacked``:
     computed from several), the checkpoint tensor holding it; None when one has none.
 
@@ -208,26 +208,28 @@ def _check_causal_lm(config: Any, where: str) -> None:
         )
 
 
-def _check_dtypes(weights: list[str], precision: str) -> set[str]:
-    """The tensor names of the checkpoint; refuses a precision it cannot be read at."""
+def _check_dtypes(weights: list[str], precision: str) -> dict[str, tuple[int, ...]]:
+    """The checkpoint's tensor names and shapes (the first file holding each); refuses a
+    precision it cannot be read at."""
     from safetensors import safe_open
 
-    names: set[str] = set()
+    shapes: dict[str, tuple[int, ...]] = {}
     for path in weights:
         with safe_open(path, framework="pt") as f:
             for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
-                names.add(key)
-                dtype = f.get_slice(key).get_dtype()
+                tensor = f.get_slice(key)
+                shapes.setdefault(key, tuple(tensor.get_shape()))
+                dtype = tensor.get_dtype()
                 if dtype not in _READS[precision]:
                     raise UnsupportedError(
                         f"{os.path.basename(path)} stores {key!r} as {dtype}: export-llm "
                         f"--precision {precision} reads {', '.join(sorted(_READS[precision]))} "
                         f"tensors."
                     )
-    return names
+    return shapes
 
 
-def _buffers_to_meta(model: Any, stored: set[str]) -> None:
+def _buffers_to_meta(model: Any, stored: Container[str]) -> None:
     """Persistent buffers found in the checkpoint go to 'meta': they are read from it."""
     for name, buffer in list(model.named_buffers()):
         if name in stored and buffer.device.type != "meta":

@@ -20,12 +20,11 @@ import numpy as np
 from tonnx.builder._derived import Derivation
 
 
-def stacked_tensors(model: Any, weights: list[str]) -> dict[str, Derivation]:
+def stacked_tensors(model: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, Derivation]:
     """For each tensor of ``model`` (built on ``meta``) that a weight converter of
-    transformers makes from checkpoint tensors of ``weights`` (safetensors files), how to
-    compute it from them. Empty when the model has no such tensor."""
+    transformers makes from checkpoint tensors (``shapes``: the checkpoint's names and
+    shapes), how to compute it from them. Empty when the model has no such tensor."""
     import torch
-    from safetensors import safe_open
     from transformers.conversion_mapping import get_model_conversion_mapping
     from transformers.core_model_loading import (
         WeightConverter,
@@ -41,11 +40,6 @@ def stacked_tensors(model: Any, weights: list[str]) -> dict[str, Derivation]:
     renamings = [m for m in mapping if isinstance(m, WeightRenaming)]
     by_pattern = {pattern: c for c in converters for pattern in c.source_patterns}
     state = model.state_dict()
-    shapes: dict[str, tuple[int, ...]] = {}
-    for path in weights:
-        with safe_open(path, framework="pt") as f:
-            for key in f.keys():
-                shapes.setdefault(key, tuple(f.get_slice(key).get_shape()))
     # target -> (converter, [(source pattern, checkpoint key)] in transformers' order)
     collected: dict[str, tuple[Any, list[tuple[str, str]]]] = {}
     for key in sorted(shapes, key=dot_natural_key):
