@@ -15,6 +15,8 @@ COMMON = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_ke
               vocab_size=VOCAB, max_position_embeddings=256, intermediate_size=128,
               bos_token_id=1, eos_token_id=2)
 MOE = dict(num_experts_per_tok=2)
+LATENT = dict(moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1,
+              first_k_dense_replace=1, q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16)
 
 CONFIGS = {
     "llama": lambda: transformers.LlamaConfig(**COMMON),
@@ -41,10 +43,9 @@ CONFIGS = {
     "gpt_oss": lambda: transformers.GptOssConfig(  # biased, transposed experts; sinks
         **COMMON, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=8,
         layer_types=["sliding_attention", "full_attention"]),
-    "deepseek_v3": lambda: transformers.DeepseekV3Config(
-        **COMMON, **MOE, moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1,
-        n_group=1, topk_group=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=32,
-        qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16),
+    # multi-head latent attention; 15 + 8 is odd: the cache's halves carry a zero (latent_cache.py)
+    "deepseek_v3": lambda: transformers.DeepseekV3Config(**COMMON, **MOE, **LATENT, kv_lora_rank=15),
+    "deepseek_v2": lambda: transformers.DeepseekV2Config(**COMMON, **MOE, **LATENT, kv_lora_rank=16),
     "gemma3_text": lambda: transformers.Gemma3TextConfig(
         **COMMON, head_dim=16, sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
 }

@@ -266,16 +266,25 @@ def test_a_callable_source_is_the_model_in_memory(tmp_path):
         load_source(f"{tmp_path / 'mymodels.py'}:not_a_model", precision="fp32")
 
 
-def test_a_latent_attention_cache_is_refused(tmp_path):
-    """DeepSeek-V3 caches a one-head latent (key) and rotary part (value) of two sizes: no
-    onnxruntime-genai folder; the error comes before the export and nothing is written."""
-    from tonnx import UnsupportedError
+def test_a_latent_attention_cache_is_kept_in_halves_for_genai(tmp_path):
+    """DeepSeek-V3 caches a one-head latent (15 wide) and rotary part (8); onnxruntime-genai
+    has one head size: the folder's cache is the row's two halves of 12 (a zero appended).
+    DeepSeek-V2 (16 + 8: no zero) is laid out alike. genai's tokens are transformers'."""
+    import onnx
+
     from tonnx_transformers import export_llm
 
-    llm_folders.save_folder("deepseek_v3", tmp_path / "src")
-    with pytest.raises(UnsupportedError, match="multi-head latent attention.*kv_lora_rank=16"):
-        export_llm(tmp_path / "src", tmp_path / "out")
-    assert sorted(os.listdir(tmp_path)) == ["src"]
+    og = _genai()
+    for name, half in (("deepseek_v3", 12), ("deepseek_v2", 12)):
+        model = llm_folders.save_folder(name, tmp_path / name)
+        done = export_llm(tmp_path / name, tmp_path / f"{name}-onnx")
+        assert done.streamed and done.check.max_abs_diff < 1e-5, name
+        graph = onnx.load(tmp_path / f"{name}-onnx" / "model.onnx", load_external_data=False).graph
+        past = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+                for i in graph.input if i.name.startswith("past_key_values.")]
+        assert past == [["batch", 1, "past_sequence", half]] * 4, name
+        got, want = llm_folders.genai_tokens(og, tmp_path / f"{name}-onnx", 20), llm_folders.transformers_tokens(model, 20)
+        assert len(got) >= 8 and got == want, name
 
 
 def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):

@@ -308,8 +308,8 @@ def test_a_model_without_a_linear_weight_is_not_labelled_int4(tmp_path, monkeypa
     assert os.listdir(tmp_path) == []
 
 
-#: the MoE models' int4 folders are test_export_llm_experts_int4.py's; DeepSeek-V3 is refused
-INT4_ARCHITECTURES = sorted(set(llm_folders.CONFIGS) - {"llama", "mixtral", "qwen3_moe", "deepseek_v3"})
+#: the MoE models' int4 folders are test_export_llm_experts_int4.py's
+INT4_ARCHITECTURES = sorted(set(llm_folders.CONFIGS) - {"llama", "mixtral", "qwen3_moe"})
 
 
 @pytest.mark.parametrize("name", INT4_ARCHITECTURES)

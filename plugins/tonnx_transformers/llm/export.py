@@ -99,6 +99,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
     """(the ONNX model written to ``path``, the QuantPlan or None)."""
     from .genai_config import context_length
     from .inputs import example_call
+    from .latent_cache import halved_cache
     from .traced_attention import attention_as_one_op, restore_attention
 
     streamed = bool(src.weights)
@@ -106,7 +107,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
     src.model.config.use_cache = True
     weights, packs, plan = _precision.export_options(spec, src, block_size)
     options = _runtime.to_onnx_options(runtime, packs, context_length(src.config))
-    with attention_as_one_op():
+    with attention_as_one_op(), halved_cache(src.model, src.config):
         program = tonnx.export_program(src.model, kwargs=kwargs, dynamic_shapes=dynamic,
                                        dispatcher=options["dispatcher"])
     restore_attention(program)

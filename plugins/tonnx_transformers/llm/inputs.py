@@ -16,22 +16,12 @@ BATCH, SEQ, PAST = 2, 3, 5
 
 
 def cache_geometry(config: Any) -> tuple[int, int, int]:
-    """(layers, key/value heads, head size) of a decoder's cache, from its config.
+    """(layers, key/value heads, head size) of a decoder's cache, from its config; a latent
+    cache is one head of half the latent and rotary row (``latent_cache.py``)."""
+    from .latent_cache import half_size, latent_sizes
 
-    A multi-head latent attention cache (DeepSeek-V2/V3: ``kv_lora_rank``) keeps one head of
-    the compressed latent as "key" and of the rotary part as "value", two sizes:
-    onnxruntime-genai's decoder has one ``head_size`` for both, so it is refused here.
-    """
-    from tonnx import UnsupportedError
-
-    if getattr(config, "kv_lora_rank", None):
-        raise UnsupportedError(
-            f"{config.model_type}: its cache is multi-head latent attention (key: the latent of "
-            f"kv_lora_rank={config.kv_lora_rank}, value: the rotary part of "
-            f"qk_rope_head_dim={getattr(config, 'qk_rope_head_dim', None)}, one head), and "
-            f"onnxruntime-genai's decoder needs one head size for key and value; export it "
-            f"with tonnx.to_onnx (no export-llm folder) or run it in transformers."
-        )
+    if latent_sizes(config):
+        return config.num_hidden_layers, 1, half_size(config)
     heads = config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
