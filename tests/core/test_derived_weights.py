@@ -91,18 +91,19 @@ def test_streamed_weights_are_derived_as_the_file_is_written(tmp_path):
 
 def test_a_later_stage_sees_what_the_fusions_made():
     """A stage-1 rule on Gemm sees the packed Gemm (one), not the two projections that a
-    single sweep would have offered it first."""
+    single sweep would have offered it first, and which weights it was derived from."""
     seen = []
 
     def record(ctx, node):
-        seen.append(tuple(ctx.g.get_shape(node.inputs[1]) or ()))
+        weight = node.inputs[1]
+        seen.append((tuple(ctx.g.get_shape(weight) or ()), ctx.g.derived_from.get(weight)))
         return None
 
     rules = [RewriteRule("pack", "Add", _pack_projections),
              RewriteRule("record", "Gemm", record, stage=1)]
     dispatcher = tonnx.Dispatcher(extra_packs=[RulePack(rules)])
     tonnx.to_onnx(TwoLinears().eval(), (torch.randn(2, 8),), dispatcher=dispatcher)
-    assert seen == [(8, 8)]
+    assert seen == [((8, 8), ("a.weight", "b.weight"))]
 
 
 class LinearsOn3D(torch.nn.Module):

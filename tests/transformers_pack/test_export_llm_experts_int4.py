@@ -2,7 +2,8 @@
 ``com.microsoft.QMoE``, routers in float32 (issue 18 s2).
 
 Mixtral renormalizes its top-k weights, Qwen3-MoE does not (``QMoE`` always does on the CPU:
-the rule multiplies the top-k mass back). Each folder passes export-llm's greedy check
+the rule multiplies the top-k mass back). GPT-OSS stores its experts transposed, with biases
+and a clamped SwiGLU: ``QMoE`` holds the converter's transposed copies, quantized. Each folder passes export-llm's greedy check
 (transformers holding the folder's int4 weights, fp32 tolerance) and runs in
 onnxruntime-genai.
 """
@@ -30,7 +31,7 @@ from tonnx_transformers.llm.quantize import QuantPlan  # noqa: E402
 from tonnx_transformers.llm.quantized_reference import dequantize  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["mixtral", "qwen3_moe"])
+@pytest.fixture(scope="module", params=["mixtral", "qwen3_moe", "gpt_oss"])
 def moe_int4(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp("moe") / request.param
     model = llm_folders.save_folder(request.param, folder)
@@ -56,7 +57,7 @@ def test_experts_are_qmoe_and_the_check_holds(moe_int4):
     attributes = _attributes(qmoe[0])
     names = ("expert_weight_bits", "block_size", "normalize_routing_weights")
     assert tuple(attributes[n] for n in names) == (4, 32, 1)
-    assert result.check.max_abs_diff < 1e-5  # measured 1.8e-7 (Mixtral), 2.1e-7 (Qwen3-MoE)
+    assert result.check.max_abs_diff < 1e-5  # measured 1.8e-7 (Mixtral), 2.1e-7 (Qwen3-MoE, GPT-OSS)
     renormalized = getattr(model.config, "norm_topk_prob", True)
     # a router that does not renormalize: the top-k mass multiplies QMoE's output
     assert len(_nodes(out, "TopK")) == (0 if renormalized else layers)
@@ -79,14 +80,21 @@ def test_qmoe_weights_are_onnxruntimes_blocks_of_each_expert(moe_int4):
     weights = {i.name: i for i in onnx.load(str(out / "model.onnx")).graph.initializer}
     experts = model.model.layers[0].mlp.experts
     plan = QuantPlan(bits=4)
-    down = [plan.quantize(e, "nk") for e in experts.down_proj.detach()]
+
+    def rows(weight):  # each expert's [N, K] matrix (GPT-OSS stores [K, N])
+        return [e.T if experts.is_transposed else e for e in weight.detach()]
+
+    down = [plan.quantize(e, "nk") for e in rows(experts.down_proj)]
     packed = np.stack([p.reshape(p.shape[0], -1) for p, _ in down])
     np.testing.assert_array_equal(to_array(weights[node.input[5]]), packed)
     np.testing.assert_array_equal(to_array(weights[node.input[6]]), np.stack([s for _, s in down]))
-    # fc1 holds gate and up rows interleaved (onnxruntime's swiglu_fusion=1)
-    inter = experts.gate_up_proj.shape[1] // 2
+    # fc1 holds gate and up rows interleaved (onnxruntime's swiglu_fusion=1), as GPT-OSS
+    # stores them; the others concatenate them
+    gate_up = [plan.quantize(e, "nk") for e in rows(experts.gate_up_proj)]
+    inter = gate_up[0][0].shape[0] // 2
     order = np.stack([np.arange(inter), np.arange(inter) + inter], axis=1).reshape(-1)
-    gate_up = [plan.quantize(e, "nk") for e in experts.gate_up_proj.detach()]
+    if experts.is_transposed:
+        order = np.arange(2 * inter)
     packed = np.stack([p.reshape(p.shape[0], -1)[order] for p, _ in gate_up])
     np.testing.assert_array_equal(to_array(weights[node.input[2]]), packed)
     np.testing.assert_array_equal(to_array(weights[node.input[3]]), np.stack([s[order] for _, s in gate_up]))

@@ -33,15 +33,17 @@ def derive(g, sources: list[str], compute: Callable[..., np.ndarray], shape: tup
     """The name of a new initializer ``compute(*values of sources)`` of ``shape`` and torch
     ``dtype`` (named ``name``, or automatically): computed now when every source has data,
     else a ``meta`` placeholder whose :class:`Derivation` is recorded in ``g.derivations``
-    for the writer."""
+    for the writer. Either way ``g.derived_from`` records the sources' names."""
     import torch
 
     values = [_initializer(g, source) for source in sources]
     if all(_constants.has_data(v) for v in values):
         value = compute(*(_constants.as_numpy(v) for v in values))
-        return g.make_initializer(name, value, dedup=False)
-    name = g.make_initializer(name, torch.empty(shape, dtype=dtype, device="meta"), dedup=False)
-    g.derivations[name] = Derivation(tuple(zip(sources, values)), compute)
+        name = g.make_initializer(name, value, dedup=False)
+    else:
+        name = g.make_initializer(name, torch.empty(shape, dtype=dtype, device="meta"), dedup=False)
+        g.derivations[name] = Derivation(tuple(zip(sources, values)), compute)
+    g.derived_from[name] = tuple(sources)
     return name
 
 

@@ -52,6 +52,9 @@ class GraphBuilder:
         self._small_constants: dict[tuple, str] = {}
         #: initializers computed from others when the model is written (builder/_derived.py)
         self.derivations: dict[str, Any] = parent.derivations if parent else {}
+        #: every derived initializer's sources, computed at once or not: a later rule (a
+        #: quantizer) may need to know which model weight a rewritten copy came from
+        self.derived_from: dict[str, tuple[str, ...]] = parent.derived_from if parent else {}
         self.inputs: list[str] = []
         self.outputs: list[str] = []
         self.nodes: list[Node] = []

@@ -61,7 +61,7 @@ class QuantPlan:
     #: (a router's weight, read by ``F.linear`` in a module that is no linear layer)
     keep_float: frozenset[str] = frozenset()
     #: the experts' ``down_proj`` names whose ``MoE`` may become ``QMoE`` (quantize_experts.py)
-    experts_down: frozenset[str] = frozenset()
+    experts_down: dict[str, Any] = field(default_factory=dict)
     #: those that did
     experts_rewritten: set[str] = field(default_factory=set)
 

@@ -16,14 +16,16 @@ weights by their sum (measured on 1.31.1 and 1.32.0: equal to ``MoE`` with 1 wit
 ``QMoE`` with 1, times the sum of its top-k softmax probabilities: the weights it means.
 
 Only experts the greedy check's reference can find are quantized: a block whose ``fc2``
-is the model's own ``down_proj`` parameter (the reference quantizes that module's experts
-alike, :func:`~.quantized_reference.quantized_reference`). A layout whose copy the
-converter makes (GPT-OSS' transposed weights) stays ``MoE`` in float32.
+is the model's own ``down_proj`` parameter, or (GPT-OSS: experts stored transposed,
+``[E, I, H]``) the converter's transposed copy of it (``g.derived_from``). The reference
+quantizes that module's experts alike (:func:`~.quantized_reference.quantized_reference`):
+the same ``[N, K]`` rows, since each row is quantized alone and the converter's
+interleaving of gate and up rows only reorders them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,29 +36,52 @@ MS_DOMAIN = "com.microsoft"
 _FC1, _FC1_BIAS, _FC2, _FC2_BIAS, _FC3 = 2, 3, 4, 5, 6
 
 
-def experts_down_names(model: Any) -> frozenset[str]:
-    """Names of the experts' 3-D ``down_proj`` parameters (``[E, H, I]``, not transposed):
-    the ``fc2`` inputs the rule may quantize."""
+class DownProj(NamedTuple):
+    """An experts module's ``down_proj`` as the model holds it."""
+
+    transposed: bool  # [E, I, H] rather than [E, H, I]
+    shape: tuple[int, int, int]
+
+
+def experts_down_names(model: Any) -> dict[str, DownProj]:
+    """The experts' 3-D ``down_proj`` parameters by name: the ``fc2`` sources the rule may
+    quantize."""
     import torch
 
-    names = set()
+    names = {}
     for name, module in model.named_modules():
         down = getattr(module, "down_proj", None)
         gate_up = getattr(module, "gate_up_proj", None)
         if not isinstance(down, torch.nn.Parameter) or not isinstance(gate_up, torch.nn.Parameter):
             continue
-        if down.dim() == 3 and gate_up.dim() == 3 and getattr(module, "is_transposed", False) is False:
-            names.add(f"{name}.down_proj" if name else "down_proj")
-    return frozenset(names)
+        transposed = getattr(module, "is_transposed", None)
+        if down.dim() == 3 and gate_up.dim() == 3 and transposed in (True, False):
+            names[f"{name}.down_proj" if name else "down_proj"] = DownProj(transposed, tuple(down.shape))
+    return names
+
+
+def _experts_down(plan: Any, g, fc2: str) -> str | None:
+    """The model's ``down_proj`` that ``fc2`` is: itself, or a transposed one's copy."""
+    down = plan.experts_down.get(fc2)
+    if down is not None and not down.transposed:
+        return fc2
+    sources = g.derived_from.get(fc2, ())
+    down = plan.experts_down.get(sources[0]) if len(sources) == 1 else None
+    if down is not None and down.transposed:
+        experts, inter, hidden = down.shape
+        if tuple(g.get_shape(fc2)) == (experts, hidden, inter):
+            return sources[0]
+    return None
 
 
 def qmoe(plan: Any, ctx, node):
     """``MoE`` whose fc1 and fc2 are 3-D float32 initializers (in memory, or streamed from
     the checkpoint and quantized as they are written), fc2 a model's experts ``down_proj``
-    -> ``QMoE`` with both quantized (int4 only)."""
+    or its transposed copy -> ``QMoE`` with both quantized (int4 only)."""
     g = ctx.g
     inputs = list(node.inputs) + [""] * (_FC3 + 1 - len(node.inputs))
-    if plan.bits != 4 or inputs[_FC3] or inputs[_FC2] not in plan.experts_down:
+    down = _experts_down(plan, g, inputs[_FC2]) if plan.bits == 4 and not inputs[_FC3] else None
+    if down is None:
         return None
     if len(g.get_shape(inputs[0]) or ()) != 2:
         return None  # tokens in rows, as the ortcontrib pack writes them: the top-k mass is per row
@@ -72,7 +97,7 @@ def qmoe(plan: Any, ctx, node):
                 f"among the powers of two dividing {k}."
             )
     (q1, s1), (q2, s2) = (_quantized(plan, g, inputs[i], value) for i, value in ((_FC1, fc1), (_FC2, fc2)))
-    plan.experts_rewritten.add(inputs[_FC2])
+    plan.experts_rewritten.add(down)
     attributes = dict(node.attributes, expert_weight_bits=4, block_size=plan.block_size, normalize_routing_weights=1)
     new_inputs = [inputs[0], inputs[1], q1, s1, inputs[_FC1_BIAS], q2, s2, inputs[_FC2_BIAS]]
     if node.attributes.get("normalize_routing_weights", 0):

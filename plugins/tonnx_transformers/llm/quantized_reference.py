@@ -57,19 +57,24 @@ def quantized_reference(model: Any, plan: Any) -> Any:
         module.weight = torch.nn.Parameter(nk if layout == "nk" else nk.T.contiguous(), requires_grad=False)
     for name, module in model.named_modules():
         if f"{name}.down_proj" in plan.experts_rewritten:
+            transposed = bool(module.is_transposed)
             for attribute in ("gate_up_proj", "down_proj"):
-                setattr(module, attribute, _quantized_experts(getattr(module, attribute), plan))
+                setattr(module, attribute, _quantized_experts(getattr(module, attribute), plan, transposed))
     return model
 
 
-def _quantized_experts(weight: Any, plan: Any) -> Any:
-    """``[E, N, K]`` experts, each ``[N, K]`` matrix quantized and dequantized."""
+def _quantized_experts(weight: Any, plan: Any, transposed: bool) -> Any:
+    """``[E, N, K]`` experts (``[E, K, N]`` when ``transposed``), each ``[N, K]`` matrix
+    quantized and dequantized."""
     import torch
 
-    packed, scales = plan.quantize(weight.detach(), "experts")
-    k, blocks = weight.shape[2], scales.shape[2]
-    experts = [dequantize(p.reshape(p.shape[0], blocks, -1), s, plan.bits, k) for p, s in zip(packed, scales)]
-    return torch.nn.Parameter(torch.from_numpy(np.stack(experts)), requires_grad=False)
+    nk = weight.detach().transpose(1, 2) if transposed else weight.detach()
+    packed, scales = plan.quantize(nk, "experts")
+    k, blocks = nk.shape[2], scales.shape[2]
+    experts = torch.from_numpy(np.stack([
+        dequantize(p.reshape(p.shape[0], blocks, -1), s, plan.bits, k) for p, s in zip(packed, scales)
+    ]))
+    return torch.nn.Parameter(experts.transpose(1, 2).contiguous() if transposed else experts, requires_grad=False)
 
 
 def unquantized_weights(model: Any) -> frozenset[str]:
