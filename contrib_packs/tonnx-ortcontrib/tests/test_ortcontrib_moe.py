@@ -135,8 +135,9 @@ def _model(name: str, **overrides):
         config = transformers.GptOssConfig(
             **COMMON, intermediate_size=32, num_local_experts=4, head_dim=16, sliding_window=4, **overrides
         )
-    elif name == "deepseek_v3":  # multi-head latent attention: as many kv heads as heads
-        config = transformers.DeepseekV3Config(
+    elif name in ("deepseek_v3", "deepseek_v2"):  # multi-head latent attention: as many kv heads as heads
+        config_class = transformers.DeepseekV3Config if name == "deepseek_v3" else transformers.DeepseekV2Config
+        config = config_class(
             **{**COMMON, "num_key_value_heads": 4}, intermediate_size=128, moe_intermediate_size=32,
             n_routed_experts=4, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
             q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, **overrides,
@@ -171,6 +172,7 @@ def _export_and_check(model, dispatcher=None):
     [
         ("mixtral", {}), ("qwen3_moe", {"norm_topk_prob": True}), ("qwen3_moe", {"norm_topk_prob": False}),
         ("olmoe", {"norm_topk_prob": False}), ("qwen2_moe", {}), ("gpt_oss", {}), ("deepseek_v3", {}),
+        ("deepseek_v2", {}),
     ],
 )
 def test_models_with_one_moe_node_per_layer(name, overrides):
@@ -178,7 +180,7 @@ def test_models_with_one_moe_node_per_layer(name, overrides):
     onx, ids, want = _export_and_check(model)
     nodes = _moe_nodes(onx)
     normalize = {a.name: a.i for a in nodes[0].attribute}["normalize_routing_weights"]
-    if name == "deepseek_v3":  # layer 0 dense; its own router, the op's given weights
+    if name.startswith("deepseek"):  # layer 0 dense; its own router, the op's given weights
         assert len(nodes) == 1 and normalize == 0
     else:  # the router is the op's
         assert len(nodes) == 2 and normalize == int(getattr(model.config, "norm_topk_prob", True))
@@ -197,7 +199,9 @@ def test_the_eager_kernel_is_the_block():
     with torch.no_grad():
         for param in gpt_oss.model.layers[-1].mlp.experts.parameters():
             param.mul_(50.0)
-    for model in (_model("mixtral"), _model("qwen3_moe", norm_topk_prob=True), gpt_oss, _model("deepseek_v3")):
+    models = (_model("mixtral"), _model("qwen3_moe", norm_topk_prob=True), gpt_oss, _model("deepseek_v3"),
+              _model("deepseek_v2"))
+    for model in models:
         block = model.model.layers[-1].mlp
         x = torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(3))
         spec_of, fused_forward = next((spec, fused) for cls, spec, fused in moe._block_classes() if type(block) is cls)

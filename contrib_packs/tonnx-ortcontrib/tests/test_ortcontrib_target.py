@@ -71,7 +71,7 @@ def test_a_named_target_gives_its_form_which_runs_on_the_installed_onnxruntime()
     "name, overrides",
     [
         ("qwen3_moe", {"norm_topk_prob": False}), ("olmoe", {"norm_topk_prob": False}), ("qwen2_moe", {}),
-        ("deepseek_v3", {}),
+        ("deepseek_v3", {}), ("deepseek_v2", {}),
     ],  # fmt: skip
 )
 def test_moe_models_for_the_oldest_target_match_torch_on_the_installed_onnxruntime(name, overrides):

@@ -2,8 +2,9 @@
 
 A Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE or GPT-OSS block is a softmax router (top-k,
 renormalized or not) and SwiGLU experts (plus, in Qwen2-MoE, a gated shared expert, left as
-it is); DeepSeek-V3's router is its own (sigmoid, group-limited top-k), its weights positive; torch.export turns its expert dispatch (sort, histc, two grouped matmuls, the
-un-permutation) into some sixty nodes. onnxruntime's ``MoE`` kernel does the routing and the
+it is); DeepSeek-V3's and V2's routers are their own (sigmoid or softmax, group-limited
+top-k), their weights positive. torch.export turns the expert dispatch (sort, histc, two
+grouped matmuls, the un-permutation) into some sixty nodes. onnxruntime's ``MoE`` kernel does the routing and the
 experts in one node, 1.7-6.5x faster on CPU (bench/bench_moe_fused.py of tonnx-transformers).
 
 A converter sees one op, not a block, so the pack gives the block one op: while the pack is
@@ -11,7 +12,7 @@ enabled, ``to_onnx`` enters :func:`export_patches` around ``torch.export``, whic
 block it can prove equivalent through ``tonnx_ortcontrib::softmax_topk_moe`` (a
 ``torch.library`` op: its eager kernel computes what the block computes, its fake kernel lets
 torch.export trace it), and :func:`convert` writes that op as ``MoE``. A router onnxruntime
-does not have (DeepSeek-V3's) stays in the graph: ``tonnx_ortcontrib::routed_moe`` takes its
+does not have (DeepSeek's) stays in the graph: ``tonnx_ortcontrib::routed_moe`` takes its
 choice, and :func:`convert_routed` gives ``MoE`` the chosen experts' log-weights (the others
 -inf), whose softmax is each weight over their sum, and multiplies the sum back. A block outside those
 conditions (another gate, expert parallelism, not float32, meta weights, training) keeps
@@ -171,11 +172,15 @@ def _silu_spec(block) -> dict | None:
     }
 
 
+#: DeepSeek's routers: V3 sigmoid scores, V2 softmax ones, top-k (group-limited or not)
+_DEEPSEEK_ROUTERS = ("DeepseekV3TopkRouter", "DeepseekV2TopkRouter")
+
+
 def _deepseek_spec(block) -> dict | None:
-    """DeepSeek-V3: SiLU experts; its router (sigmoid scores, group-limited top-k, scaled by
-    a positive factor) gives positive weights, which :func:`routed_moe` needs."""
+    """DeepSeek-V3 and V2: SiLU experts; the router (sigmoid or softmax scores, top-k,
+    scaled by a positive factor) gives positive weights, which :func:`routed_moe` needs."""
     experts, router = block.experts, block.gate
-    if not _own_parts(block, router, experts) or type(router).__name__ != "DeepseekV3TopkRouter":
+    if not _own_parts(block, router, experts) or type(router).__name__ not in _DEEPSEEK_ROUTERS:
         return None
     if not _silu_experts(experts) or not router.routed_scaling_factor > 0:
         return None
@@ -233,7 +238,7 @@ def _gpt_oss(self, hidden_states: torch.Tensor, spec: dict) -> tuple[torch.Tenso
 
 
 def _deepseek(self, hidden_states: torch.Tensor, spec: dict) -> torch.Tensor:
-    """DeepSeek-V3's forward: its router, the routed experts as one op, the shared experts."""
+    """DeepSeek-V3's and V2's forward: its router, the routed experts as one op, the shared experts."""
     residuals, shape = hidden_states, hidden_states.shape
     _, weights, indices = self.gate(hidden_states)
     x = hidden_states.view(-1, hidden_states.shape[-1])
@@ -262,6 +267,7 @@ _BLOCKS = (
     ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2MoeSparseMoeBlock", _silu_spec, _with_shared_expert),
     ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOssMLP", _gpt_oss_spec, _gpt_oss),
     ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3MoE", _deepseek_spec, _deepseek),
+    ("transformers.models.deepseek_v2.modeling_deepseek_v2", "DeepseekV2Moe", _deepseek_spec, _deepseek),
 )
 
 def _block_classes() -> list[tuple[type, Callable, Callable]]:
