@@ -230,9 +230,16 @@ def _check_dtypes(weights: list[str], precision: str) -> dict[str, tuple[int, ..
 
 
 def _buffers_to_meta(model: Any, stored: Container[str]) -> None:
-    """Persistent buffers found in the checkpoint go to 'meta': they are read from it."""
+    """Persistent buffers found in the checkpoint go to 'meta': they are read from it. A
+    buffer may be stored under another name (``save_pretrained`` renames EXAONE-MoE's router
+    bias ``mlp.gate.e_score_correction_bias`` to ``mlp.e_score_correction_bias``); left in
+    memory beside 'meta' weights, it would stop the export (two devices)."""
+    from transformers.core_model_loading import revert_weight_conversion
+
+    state = model.state_dict(keep_vars=True)
+    saved = {id(tensor): name for name, tensor in revert_weight_conversion(model, dict(state)).items()}
     for name, buffer in list(model.named_buffers()):
-        if name in stored and buffer.device.type != "meta":
+        if (name in stored or saved.get(id(buffer)) in stored) and buffer.device.type != "meta":
             owner, _, attr = name.rpartition(".")
             module = model.get_submodule(owner) if owner else model
             module._buffers[attr] = buffer.to("meta")
