@@ -27,6 +27,10 @@ CONFIGS = {
     "gemma2": lambda: transformers.Gemma2Config(**COMMON, head_dim=16, sliding_window=8),
     "gpt2": lambda: transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
                                            n_positions=256, bos_token_id=1, eos_token_id=2),
+    # multi-query: one cached head whatever num_key_value_heads says
+    "gpt_bigcode": lambda: transformers.GPTBigCodeConfig(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
+                                                         n_positions=256, multi_query=True, bos_token_id=1,
+                                                         eos_token_id=2),
     "gpt_neox": lambda: transformers.GPTNeoXConfig(**{k: v for k, v in COMMON.items() if k != "num_key_value_heads"}),
     "mixtral": lambda: transformers.MixtralConfig(**COMMON, **MOE, num_local_experts=4),
     "qwen3_moe": lambda: transformers.Qwen3MoeConfig(

@@ -290,13 +290,13 @@ def test_a_latent_attention_cache_is_kept_in_halves_for_genai(tmp_path):
 def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):
     """StableLM (partial rotary), SmolLM3 (a layer without rotary), OLMoE (experts streamed),
     Gemma3 text (sliding window 8 < 26 positions), Qwen2-MoE (a shared expert), GPT-OSS
-    (biased, transposed experts, attention sinks) and EXAONE-MoE (a buffer saved under
-    another name): the rows of docs/llm-export.md. One test, not one per model (one export
+    (biased, transposed experts, attention sinks), EXAONE-MoE (a buffer saved under
+    another name) and GPT-BigCode (multi-query: one cached head): the rows of docs/llm-export.md. One test, not one per model (one export
     each, weights of a few hundred kB)."""
     from tonnx_transformers import export_llm
 
     og = _genai()
-    for name in ("stablelm", "smollm3", "olmoe", "gemma3_text", "qwen2_moe", "gpt_oss", "exaone_moe"):
+    for name in ("stablelm", "smollm3", "olmoe", "gemma3_text", "qwen2_moe", "gpt_oss", "exaone_moe", "gpt_bigcode"):
         model = llm_folders.save_folder(name, tmp_path / name)
         done = export_llm(tmp_path / name, tmp_path / f"{name}-onnx")
         assert done.streamed and done.check.max_abs_diff < 5e-5, name  # SmolLM3: 6.1e-6

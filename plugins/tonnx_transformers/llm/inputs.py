@@ -17,14 +17,33 @@ BATCH, SEQ, PAST = 2, 3, 5
 
 def cache_geometry(config: Any) -> tuple[int, int, int]:
     """(layers, key/value heads, head size) of a decoder's cache, from its config; a latent
-    cache is one head of half the latent and rotary row (``latent_cache.py``)."""
+    cache is one head of half the latent and rotary row (``latent_cache.py``). Multi-query
+    models (GPT-BigCode, Falcon) cache one head whatever else their config says."""
+    from tonnx import UnsupportedError
+
     from .latent_cache import half_size, latent_sizes
 
     if latent_sizes(config):
         return config.num_hidden_layers, 1, half_size(config)
-    heads = config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    try:
+        heads = getattr(config, "num_attention_heads", None)
+        head_dim = getattr(config, "head_dim", None) or (config.hidden_size // heads if heads else None)
+    except Exception as e:  # e.g. transformers' AmbiguousGlobalPerLayerAttributeError
+        raise UnsupportedError(
+            f"{config.model_type}: its attention's head size is not one number ({type(e).__name__}: "
+            f"{str(e).splitlines()[0]}); onnxruntime-genai's decoder needs one head size for every layer."
+        ) from e
+    if not heads:
+        raise UnsupportedError(
+            f"{config.model_type}: its config has no num_attention_heads, so no key/value cache "
+            f"(a state-space model?); onnxruntime-genai's decoder needs one per layer."
+        )
+    if getattr(config, "new_decoder_architecture", False):  # Falcon 40B/180B
+        kv_heads = config.num_kv_heads
+    elif getattr(config, "multi_query", False):
+        kv_heads = 1
+    else:
+        kv_heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_kv_heads", None) or heads
     return config.num_hidden_layers, kv_heads, head_dim
 
 
