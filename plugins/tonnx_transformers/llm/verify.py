@@ -99,7 +99,9 @@ def _run_steps(session: Any, prompt: Any, tokens: list[int]) -> list:
             feeds["position_ids"] = np.arange(total, total + seq, dtype=np.int64)[None]
         result = dict(zip(outputs, session.run(None, feeds)))
         logits.append(result["logits"][0, -1].astype(np.float32))
-        past = {k.replace("present", "past_key_values", 1): v for k, v in result.items() if k != "logits"}
+        # the presents come back as the pasts; other outputs (Moshi's last_hidden_state) are
+        # not fed, as onnxruntime-genai does not feed them
+        past = {k.replace("present", "past_key_values", 1): v for k, v in result.items() if k.startswith("present")}
         total += seq
         step_ids = np.array([[token]], dtype=np.int64)
     return logits
