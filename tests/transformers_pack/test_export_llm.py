@@ -302,3 +302,27 @@ def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):
         assert done.streamed and done.check.max_abs_diff < 5e-5, name  # SmolLM3: 6.1e-6
         got, want = llm_folders.genai_tokens(og, tmp_path / f"{name}-onnx", 20), llm_folders.transformers_tokens(model, 20)
         assert len(got) >= 8 and got == want, name
+
+
+def test_a_model_without_a_position_limit_takes_the_context_length(tmp_path):
+    """BLOOM (ALiBi) has no max_position_embeddings: refused before anything is written,
+    naming --context-length; with it, the folder records it and generates transformers'
+    tokens."""
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    og = _genai()
+    torch.manual_seed(0)
+    config = transformers.BloomConfig(hidden_size=64, n_layer=2, n_head=4, vocab_size=llm_folders.VOCAB,
+                                      bos_token_id=1, eos_token_id=2)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model.save_pretrained(tmp_path / "src")
+    llm_folders.tokenizer().save_pretrained(tmp_path / "src")
+    with pytest.raises(UnsupportedError, match="--context-length"):
+        export_llm(tmp_path / "src", tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+    done = export_llm(tmp_path / "src", tmp_path / "out", context_length=128)
+    assert done.check.max_abs_diff < 1e-5
+    assert json.loads((tmp_path / "out" / "genai_config.json").read_text())["model"]["context_length"] == 128
+    got, want = llm_folders.genai_tokens(og, tmp_path / "out", 20), llm_folders.transformers_tokens(model, 20)
+    assert len(got) >= 8 and got == want

@@ -43,6 +43,9 @@ def add_commands(sub) -> None:
     p.add_argument("--runtime", default="onnxruntime", choices=["onnxruntime", "onnx"],
                    help="onnxruntime (default: its com.microsoft fused ops when the ortcontrib "
                         "pack is installed) or onnx: standard domain only, opset 23")
+    p.add_argument("--context-length", type=int, metavar="N",
+                   help="the longest sequence the folder runs (default: the config's "
+                        "max_position_embeddings; needed when the config has none, e.g. BLOOM)")
     p.set_defaults(run=run)
 
 
@@ -57,7 +60,8 @@ def run(args) -> int:
     try:
         result = export_llm(args.source, args.output, precision=args.precision,
                             block_size=args.block_size, verify=not args.no_verify, tokenizer=args.tokenizer,
-                            progress=False if args.quiet else None, runtime=args.runtime)
+                            progress=False if args.quiet else None, runtime=args.runtime,
+                            context_length=args.context_length)
     except SourceError as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
         return _codes.USAGE

@@ -39,7 +39,8 @@ class _Phases:
 
 def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
                block_size: int | None = None, verify: bool = True, tokenizer: str | None = None,
-               progress: bool | None = False, runtime: str = "onnxruntime") -> LLMExport:
+               progress: bool | None = False, runtime: str = "onnxruntime",
+               context_length: int | None = None) -> LLMExport:
     """Exports a causal LM to a folder that ``onnxruntime_genai.Model(out)`` opens.
 
     - ``source``: a transformers model folder (``config.json``, ``*.safetensors``, tokenizer
@@ -59,12 +60,16 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     - ``progress``: show the phase on stderr (None: when stderr is a terminal).
     - ``runtime``: ``"onnxruntime"``, or ``"onnx"``: the portable graph, standard domain
       only at opset 23 (Attention, RMSNormalization, RotaryEmbedding); see ``runtime.py``.
+    - ``context_length``: the longest sequence the folder runs (default: the config's
+      ``max_position_embeddings``; needed for models without one, e.g. BLOOM's ALiBi).
     """
     import tonnx
     from tonnx.tools.cli._progress import Progress
 
     spec = _precision.check_precision(precision, block_size)
     _runtime.check_runtime(runtime, precision)
+    if context_length is not None and (not isinstance(context_length, int) or context_length < 2):
+        raise tonnx.UnsupportedError(f"context_length={context_length!r}: give an int of 2 or more.")
     out = os.fspath(out)
     _folder.check_output(out)
     phases, seconds = _Phases(), {}
@@ -76,12 +81,13 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     with Progress(phases, enabled=progress), _folder.StagingFolder(out) as staging:
         phase("load")
         src = load_source(source, precision=precision, tokenizer=tokenizer)
+        context = context_length or _genai_context(src.config)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
-        onx, plan = _export(tonnx, src, model_file, spec, block_size, runtime)
+        onx, plan = _export(tonnx, src, model_file, spec, block_size, runtime, context)
         _runtime.check_portable(runtime, onx)
         phase("config")
-        _write_config(staging.path, onx, src)
+        _write_config(staging.path, onx, src, context)
         _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
         check = None
         if verify:
@@ -95,9 +101,15 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
 
 
-def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str) -> tuple:
-    """(the ONNX model written to ``path``, the QuantPlan or None)."""
+def _genai_context(config: Any) -> int:
     from .genai_config import context_length
+
+    return context_length(config)
+
+
+def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str,
+            context: int) -> tuple:
+    """(the ONNX model written to ``path``, the QuantPlan or None)."""
     from .inputs import example_call
     from .latent_cache import halved_cache
     from .traced_attention import attention_as_one_op, restore_attention
@@ -106,7 +118,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
     kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")
     src.model.config.use_cache = True
     weights, packs, plan = _precision.export_options(spec, src, block_size)
-    options = _runtime.to_onnx_options(runtime, packs, context_length(src.config))
+    options = _runtime.to_onnx_options(runtime, packs, context)
     with attention_as_one_op(), halved_cache(src.model, src.config):
         program = tonnx.export_program(src.model, kwargs=kwargs, dynamic_shapes=dynamic,
                                        dispatcher=options["dispatcher"])
@@ -122,10 +134,10 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
     return onx, plan
 
 
-def _write_config(staging: str, onx: Any, src: Any) -> None:
+def _write_config(staging: str, onx: Any, src: Any, context: int) -> None:
     from .genai_config import genai_config
 
-    config = genai_config(onx, src.config, src.generation_config, filename=MODEL_FILE)
+    config = genai_config(onx, src.config, src.generation_config, filename=MODEL_FILE, context=context)
     with open(os.path.join(staging, "genai_config.json"), "w") as f:
         json.dump(config, f, indent=4)
         f.write("\n")

@@ -47,8 +47,10 @@ def shares_buffers(onx: Any) -> bool:
     return read == pasts and written == presents
 
 
-def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "model.onnx") -> dict:
-    """The config as a dict, for the graph ``onx`` (an ``onnx.ModelProto``, weights not needed)."""
+def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "model.onnx",
+                 context: int | None = None) -> dict:
+    """The config as a dict, for the graph ``onx`` (an ``onnx.ModelProto``, weights not needed);
+    ``context``: the context length (default: the model config's)."""
     inputs = {i.name: i for i in onx.graph.input}
     outputs = {o.name: o for o in onx.graph.output}
     past_key, past_value, layers = _cache_names(list(inputs), "past")
@@ -62,7 +64,7 @@ def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "mod
     vocab = _dims(outputs["logits"])[-1]
     eos = _ids(generation.eos_token_id) or _ids(config.eos_token_id)
     pad = _ids(generation.pad_token_id) or _ids(getattr(config, "pad_token_id", None)) or eos
-    context = context_length(config)
+    context = context or context_length(config)
     names_in = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
     if "position_ids" in inputs:
         names_in["position_ids"] = "position_ids"
@@ -132,8 +134,9 @@ def context_length(config: Any) -> int:
         if isinstance(value, int) and value > 0:
             return value
     raise UnsupportedError(
-        f"{config.model_type}: no max_position_embeddings in its config, so the folder's "
-        f"context_length is unknown; set it in the config."
+        f"{config.model_type}: no max_position_embeddings in its config (ALiBi models have no "
+        f"position limit), so the folder's context_length is unknown; pass --context-length N "
+        f"(export_llm(..., context_length=N)), the longest sequence the folder will run."
     )
 
 

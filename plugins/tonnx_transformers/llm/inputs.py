@@ -38,8 +38,8 @@ def cache_geometry(config: Any) -> tuple[int, int, int]:
             f"{config.model_type}: its config has no num_attention_heads, so no key/value cache "
             f"(a state-space model?); onnxruntime-genai's decoder needs one per layer."
         )
-    if getattr(config, "new_decoder_architecture", False):  # Falcon 40B/180B
-        kv_heads = config.num_kv_heads
+    if getattr(config, "new_decoder_architecture", False):  # Falcon 40B/180B broadcast to every head
+        kv_heads = heads
     elif getattr(config, "multi_query", False):
         kv_heads = 1
     else:
