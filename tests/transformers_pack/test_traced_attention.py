@@ -104,3 +104,29 @@ def test_op_runs_torchs_attention_eagerly():
         got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+class AttentionInABranch(torch.nn.Module):
+    """Attention inside ``torch.cond``'s branches: traced into subgraphs of the program."""
+
+    def forward(self, q, k, v):
+        def attend(q, k, v):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+        def doubled(q, k, v):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v) * 2
+
+        return torch.cond(q.sum() > 0, attend, doubled, (q, k, v))
+
+
+def test_attention_in_subgraphs_is_restored_too():
+    q, k, v = (torch.randn(1, 2, 3, 4, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with attention_as_one_op():
+        program = torch.export.export(AttentionInABranch(), (q, k, v))
+    assert restore_attention(program) == 2
+    targets = {node.target for m in program.graph_module.modules() if isinstance(m, torch.fx.GraphModule)
+               for node in m.graph.nodes}
+    assert torch.ops.aten.scaled_dot_product_attention.default in targets
+    assert not any("tonnx_transformers" in str(t) for t in targets)
+    for sign in (1, -1):
+        torch.testing.assert_close(program.module()(sign * q, k, v), AttentionInABranch()(sign * q, k, v))

@@ -100,18 +100,25 @@ def _always(*args, **kwargs) -> bool:
 
 
 def restore_attention(program: Any) -> int:
-    """Every ``tonnx_transformers::sdpa`` node of ``program`` -> the ATen op; returns how many."""
+    """Every ``tonnx_transformers::sdpa`` node of ``program`` -> the ATen op, in its
+    subgraphs too (a higher-order op's branches or body: HRM's attention is in one);
+    returns how many."""
     import torch
 
     op, aten = _op(), torch.ops.aten.scaled_dot_product_attention.default
     count = 0
-    for node in program.graph.nodes:
-        if node.target is op:
-            call = dict(zip(_ARGS, node.args), **node.kwargs)
-            node.target = aten
-            node.args = tuple(call[name] for name in _ARGS[:6])
-            node.kwargs = {"scale": call["scale"], "enable_gqa": call["enable_gqa"]}
-            count += 1
-    if count:
-        program.graph_module.recompile()
+    for module in program.graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        found = 0
+        for node in module.graph.nodes:
+            if node.target is op:
+                call = dict(zip(_ARGS, node.args), **node.kwargs)
+                node.target = aten
+                node.args = tuple(call[name] for name in _ARGS[:6])
+                node.kwargs = {"scale": call["scale"], "enable_gqa": call["enable_gqa"]}
+                found += 1
+        if found:
+            module.recompile()
+        count += found
     return count
