@@ -326,3 +326,21 @@ def test_a_model_without_a_position_limit_takes_the_context_length(tmp_path):
     assert json.loads((tmp_path / "out" / "genai_config.json").read_text())["model"]["context_length"] == 128
     got, want = llm_folders.genai_tokens(og, tmp_path / "out", 20), llm_folders.transformers_tokens(model, 20)
     assert len(got) >= 8 and got == want
+
+
+def test_a_window_kept_by_the_cache_alone_is_refused(tmp_path):
+    """Moshi crops its generation cache to the sliding window and masks without one: a graph
+    keeping the whole cache would be wrong past the window (the check saw 0.08 at step 2
+    with a window of 8). Refused before anything is written."""
+    from tonnx import UnsupportedError
+    from tonnx_transformers import export_llm
+
+    torch.manual_seed(0)
+    config = transformers.MoshiConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=16, vocab_size=llm_folders.VOCAB,
+                                      sliding_window=8, intermediate_size=128)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "src")
+    llm_folders.tokenizer().save_pretrained(tmp_path / "src")
+    with pytest.raises(UnsupportedError, match="applies no window"):
+        export_llm(tmp_path / "src", tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["src"]

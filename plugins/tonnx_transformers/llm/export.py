@@ -11,7 +11,7 @@ from typing import Any
 from . import folder as _folder
 from . import precision as _precision
 from . import runtime as _runtime
-from .inputs import cache_geometry
+from .inputs import cache_geometry, check_cache_window
 from .source import load_source
 
 MODEL_FILE = "model.onnx"
@@ -83,6 +83,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         phase("load")
         src = load_source(source, precision=precision, tokenizer=tokenizer)
         cache_geometry(src.config)  # a model without a key/value cache is refused first
+        check_cache_window(src.model, src.config)
         context = context_length or _genai_context(src.config)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)

@@ -47,6 +47,36 @@ def cache_geometry(config: Any) -> tuple[int, int, int]:
     return config.num_hidden_layers, kv_heads, head_dim
 
 
+#: transformers' mask builders that apply a window; a modeling file using one imports it
+_WINDOWED_MASKS = ("create_sliding_window_causal_mask", "create_chunked_causal_mask")
+
+
+def check_cache_window(model: Any, config: Any) -> None:
+    """Refuses a model whose generation cache keeps a window (transformers crops its sliding
+    layers) while its modeling file builds no windowed mask (Moshi): the graph keeps the
+    whole cache, so past the window it would attend to keys transformers has dropped.
+    Mistral, Gemma 2/3, GPT-OSS, Llama 4 apply the window in the mask: exact either way."""
+    import sys
+
+    from transformers.cache_utils import DynamicCache, DynamicSlidingWindowLayer
+
+    from tonnx import UnsupportedError
+
+    try:
+        layers = DynamicCache(config=config).layers
+    except Exception:  # a cache generate() could not build either: the export says why
+        return
+    windowed = [i for i, layer in enumerate(layers) if isinstance(layer, DynamicSlidingWindowLayer)]
+    module = sys.modules.get(type(model).__module__)
+    if windowed and not any(hasattr(module, name) for name in _WINDOWED_MASKS):
+        raise UnsupportedError(
+            f"{config.model_type}: transformers keeps only the last "
+            f"{getattr(config, 'sliding_window', '?')} positions in the cache of layers {windowed} "
+            f"and its attention mask applies no window, so the window lives in the cache alone; "
+            f"export-llm's graph keeps the whole cache and would be wrong past the window."
+        )
+
+
 def takes_position_ids(model: Any) -> bool:
     return "position_ids" in inspect.signature(model.forward).parameters
 
