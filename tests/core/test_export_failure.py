@@ -69,3 +69,16 @@ def test_installed_package_under_the_stdlib_directory_is_model_code():
     assert not _framework(purelib)
     assert _framework(f"{stdlib}/contextlib.py")
     assert _framework(torch.__file__) and _framework("<string>")
+
+
+def test_a_packs_file_is_the_exporters_not_the_models():
+    """A pack's export patch or fake kernel in the traceback is not where the model stopped:
+    the message names the model's line (dory's shapes failed in the transformers pack's
+    attention fake kernel, and the message named that kernel as the model's line)."""
+    import tonnx_aten
+    import tonnx_transformers.llm.traced_attention as traced
+
+    from tonnx.pipeline.capture._export_failure import _framework
+
+    assert _framework(traced.__file__) and _framework(tonnx_aten.__file__)
+    assert not _framework(__file__)  # the user's own code

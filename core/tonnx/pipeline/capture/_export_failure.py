@@ -63,24 +63,28 @@ def _describe(frame: traceback.FrameSummary) -> str:
 
 
 def _framework(filename: str) -> bool:
-    """Whether ``filename`` is torch's, tonnx's or the standard library's. Installed
+    """Whether ``filename`` is torch's, tonnx's (its packs' included: a pack's export
+    patch or fake kernel is not the model's line) or the standard library's. Installed
     packages are the user's model code even when ``site-packages`` sits inside the stdlib
     directory (an interpreter used without a venv)."""
-    import torch
-
-    import tonnx
-
     if filename.startswith("<"):
         return True
     path = os.path.abspath(filename)
     paths = sysconfig.get_paths()
-    if _inside(path, os.path.dirname(torch.__file__)) or _inside(
-        path, os.path.dirname(tonnx.__file__)
-    ):
+    if any(_inside(path, root) for root in _exporter_roots()):
         return True
     installed = any(_inside(path, paths[key]) for key in ("purelib", "platlib"))
     installed = installed or not _INSTALLED_DIRS.isdisjoint(path.split(os.sep))
     return not installed and _inside(path, paths["stdlib"])
+
+
+def _exporter_roots() -> list[str]:
+    """The folders of torch, tonnx and every imported ``tonnx*`` package (the packs)."""
+    import sys
+
+    names = ("torch", *(name for name in list(sys.modules) if name.startswith("tonnx") and "." not in name))
+    files = (getattr(sys.modules[name], "__file__", None) for name in names)
+    return [os.path.dirname(os.path.abspath(file)) for file in files if file]
 
 
 def _inside(path: str, root: str) -> bool:
