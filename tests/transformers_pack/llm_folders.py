@@ -31,6 +31,10 @@ CONFIGS = {
     "gpt_bigcode": lambda: transformers.GPTBigCodeConfig(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
                                                          n_positions=256, multi_query=True, bos_token_id=1,
                                                          eos_token_id=2),
+    # multi-query, its key and value picked by a list index (a constant the trace makes)
+    "falcon": lambda: transformers.FalconConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                vocab_size=VOCAB, max_position_embeddings=256, bos_token_id=1,
+                                                eos_token_id=2),
     "gpt_neox": lambda: transformers.GPTNeoXConfig(**{k: v for k, v in COMMON.items() if k != "num_key_value_heads"}),
     "mixtral": lambda: transformers.MixtralConfig(**COMMON, **MOE, num_local_experts=4),
     "qwen3_moe": lambda: transformers.Qwen3MoeConfig(

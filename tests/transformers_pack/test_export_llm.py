@@ -328,6 +328,20 @@ def test_a_model_without_a_position_limit_takes_the_context_length(tmp_path):
     assert len(got) >= 8 and got == want
 
 
+def test_a_trace_with_a_constant_on_meta_loads_the_model_in_memory(tmp_path):
+    """Falcon picks its key and value with a list index (``qkv[..., [-2], :]``): traced on
+    ``meta`` the index tensor holds no value, and streaming stopped on it. The model is then
+    loaded in memory, and the folder generates transformers' tokens."""
+    from tonnx_transformers import export_llm
+
+    og = _genai()
+    model = llm_folders.save_folder("falcon", tmp_path / "src")
+    done = export_llm(tmp_path / "src", tmp_path / "out")
+    assert not done.streamed and done.check.max_abs_diff < 1e-5
+    got, want = llm_folders.genai_tokens(og, tmp_path / "out", 20), llm_folders.transformers_tokens(model, 20)
+    assert len(got) >= 8 and got == want
+
+
 def test_a_window_kept_by_the_cache_alone_is_refused(tmp_path):
     """Moshi crops its generation cache to the sliding window and masks without one: a graph
     keeping the whole cache would be wrong past the window (the check saw 0.08 at step 2

@@ -12,7 +12,7 @@ from . import folder as _folder
 from . import precision as _precision
 from . import runtime as _runtime
 from .inputs import cache_geometry, check_cache_window
-from .source import load_source
+from .source import in_memory, load_source
 
 MODEL_FILE = "model.onnx"
 
@@ -87,7 +87,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         context = context_length or _genai_context(src.config)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
-        onx, plan = _export(tonnx, src, model_file, spec, block_size, runtime, context)
+        onx, plan, src = _export(tonnx, src, model_file, spec, block_size, runtime, context)
         _runtime.check_portable(runtime, onx)
         phase("config")
         _write_config(staging.path, onx, src, context)
@@ -112,7 +112,8 @@ def _genai_context(config: Any) -> int:
 
 def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str,
             context: int) -> tuple:
-    """(the ONNX model written to ``path``, the QuantPlan or None)."""
+    """(the ONNX model written to ``path``, the QuantPlan or None, the Source exported: a
+    streamed one whose trace holds a constant made on ``meta`` is loaded in memory)."""
     from .inputs import example_call
     from .latent_cache import halved_cache
     from .traced_attention import attention_as_one_op, restore_attention
@@ -125,6 +126,11 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
     with attention_as_one_op(), halved_cache(src.model, src.config):
         program = tonnx.export_program(src.model, kwargs=kwargs, dynamic_shapes=dynamic,
                                        dispatcher=options["dispatcher"])
+    if streamed and _constants_on_meta(program):
+        # Falcon indexes with a list (qkv[..., [-2]]): the index tensor the trace keeps was
+        # made on the device of the weights, meta, so its value is lost; traced on the CPU it
+        # holds it. Only then is the model loaded in memory.
+        return _export(tonnx, in_memory(src), path, spec, block_size, runtime, context)
     restore_attention(program)
     onx = tonnx.convert(program, filename=path, external_data=True, weights=weights, **options)
     if plan is not None and not plan.rewritten:
@@ -134,7 +140,12 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
             f"--precision {spec.name}: no linear layer of {type(src.model).__name__} is a MatMul or Gemm "
             f"with a 2-D float32 weight, so nothing would be quantized; the folder is not written."
         )
-    return onx, plan
+    return onx, plan, src
+
+
+def _constants_on_meta(program: Any) -> list[str]:
+    """The names of ``program``'s tensor constants that hold no data (made on ``meta``)."""
+    return [name for name, value in program.constants.items() if getattr(value, "is_meta", False)]
 
 
 def _write_config(staging: str, onx: Any, src: Any, context: int) -> None:

@@ -18,7 +18,7 @@ import contextlib
 import glob
 import os
 from collections.abc import Container, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tonnx import TonnxError, UnsupportedError
@@ -103,16 +103,22 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
     def load():
         return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
-    if aliases is None:  # a tensor no checkpoint name or converter gives: transformers loads it
-        reference = load()
-        model = _in_dtype(reference, dtype)
-        return Source(model=model, config=config, generation_config=_generation_config(folder, model),
-                      tokenizer_folder=tokenizer or folder, reference=lambda: reference)
-    return Source(
+    streamed = Source(
         model=model, config=config, generation_config=_generation_config(folder, model),
         weights=weights, aliases=aliases, stacked=stacked, tokenizer_folder=tokenizer or folder,
         reference=load,
     )
+    # a tensor no checkpoint name or converter gives: transformers loads it
+    return in_memory(streamed) if aliases is None else streamed
+
+
+def in_memory(src: Source) -> Source:
+    """``src`` with its weights loaded by transformers instead of streamed: for a model whose
+    ``meta`` build cannot be streamed (a tensor no checkpoint gives, a constant the trace
+    made on ``meta``). Costs the float32 model in memory, as ``from_pretrained`` does."""
+    reference = src.reference()
+    model = _in_dtype(reference, src.model.dtype)
+    return replace(src, model=model, weights=[], aliases={}, stacked={}, reference=lambda: reference)
 
 
 def _in_dtype(model: Any, dtype: Any) -> Any:
