@@ -65,8 +65,9 @@ def meta_model(layers: int):
     return LogitsOnly(model.eval()).eval()
 
 
-def generate(folder: str, layers: int) -> dict:
-    """Random float16 safetensors shards with the model's state_dict names."""
+def generate(folder: str, layers: int, strip: str = "") -> dict:
+    """Random float16 safetensors shards with the model's state_dict names (less ``strip``,
+    the wrapper's prefix: ``"model."`` gives the causal LM's own names)."""
     import torch
     from safetensors.torch import save_file
 
@@ -93,7 +94,7 @@ def generate(folder: str, layers: int) -> dict:
         else:
             start = (i * 7919) % (pool.numel() - meta.numel() + 1)
             t = pool[start : start + meta.numel()].clone().view(meta.shape)
-        shard[name] = t
+        shard[name.removeprefix(strip)] = t
         size += t.numel() * t.element_size()
         total += t.numel() * t.element_size()
         if size >= SHARD_BYTES:

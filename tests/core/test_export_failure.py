@@ -77,7 +77,6 @@ def test_a_packs_file_is_the_exporters_not_the_models():
     attention fake kernel, and the message named that kernel as the model's line)."""
     import tonnx_aten
     import tonnx_transformers.llm.traced_attention as traced
-
     from tonnx.pipeline.capture._export_failure import _framework
 
     assert _framework(traced.__file__) and _framework(tonnx_aten.__file__)

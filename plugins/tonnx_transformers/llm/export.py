@@ -11,6 +11,7 @@ from typing import Any
 from . import folder as _folder
 from . import precision as _precision
 from . import runtime as _runtime
+from .genai_config import context_length as config_context_length
 from .inputs import cache_geometry, check_cache_window
 from .source import in_memory, load_source
 
@@ -84,7 +85,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         src = load_source(source, precision=precision, tokenizer=tokenizer)
         cache_geometry(src.config)  # a model without a key/value cache is refused first
         check_cache_window(src.model, src.config)
-        context = context_length or _genai_context(src.config)
+        context = context_length or config_context_length(src.config)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
         onx, plan, src = _export(tonnx, src, model_file, spec, block_size, runtime, context)
@@ -102,12 +103,6 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     ends = [*list(seconds.values())[1:], time.perf_counter()]
     durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
     return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
-
-
-def _genai_context(config: Any) -> int:
-    from .genai_config import context_length
-
-    return context_length(config)
 
 
 def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str,
