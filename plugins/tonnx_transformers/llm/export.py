@@ -139,8 +139,10 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
 
 
 def _constants_on_meta(program: Any) -> list[str]:
-    """The names of ``program``'s tensor constants that hold no data (made on ``meta``)."""
-    return [name for name, value in program.constants.items() if getattr(value, "is_meta", False)]
+    """The names of ``program``'s tensor constants whose values were lost: made on ``meta``
+    and not empty (DeepSeek's empty ``[0]`` tensors hold nothing to lose)."""
+    return [name for name, value in program.constants.items()
+            if getattr(value, "is_meta", False) and value.numel() > 0]
 
 
 def _write_config(staging: str, onx: Any, src: Any, context: int) -> None:
