@@ -291,8 +291,9 @@ def test_more_architectures_give_genai_the_tokens_of_transformers(tmp_path):
     """StableLM (partial rotary), SmolLM3 (a layer without rotary), OLMoE (experts streamed),
     Gemma3 text (sliding window 8 < 26 positions), Qwen2-MoE (a shared expert), GPT-OSS
     (biased, transposed experts, attention sinks), EXAONE-MoE (a buffer saved under
-    another name) and GPT-BigCode (multi-query: one cached head): the rows of docs/llm-export.md. One test, not one per model (one export
-    each, weights of a few hundred kB)."""
+    another name) and GPT-BigCode (multi-query: one cached head): the rows of
+    docs/llm-export.md. One test, not one per model (one export each, weights of a few
+    hundred kB)."""
     from tonnx_transformers import export_llm
 
     og = _genai()

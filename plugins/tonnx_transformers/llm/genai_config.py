@@ -47,10 +47,9 @@ def shares_buffers(onx: Any) -> bool:
     return read == pasts and written == presents
 
 
-def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "model.onnx",
-                 context: int | None = None) -> dict:
+def genai_config(onx: Any, config: Any, generation: Any, *, context: int, filename: str = "model.onnx") -> dict:
     """The config as a dict, for the graph ``onx`` (an ``onnx.ModelProto``, weights not needed);
-    ``context``: the context length (default: the model config's)."""
+    ``context``: the context length (export_llm's option, else :func:`context_length`)."""
     inputs = {i.name: i for i in onx.graph.input}
     outputs = {o.name: o for o in onx.graph.output}
     past_key, past_value, layers = _cache_names(list(inputs), "past")
@@ -64,7 +63,6 @@ def genai_config(onx: Any, config: Any, generation: Any, *, filename: str = "mod
     vocab = _dims(outputs["logits"])[-1]
     eos = _ids(generation.eos_token_id) or _ids(config.eos_token_id)
     pad = _ids(generation.pad_token_id) or _ids(getattr(config, "pad_token_id", None)) or eos
-    context = context or context_length(config)
     names_in = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
     if "position_ids" in inputs:
         names_in["position_ids"] = "position_ids"
