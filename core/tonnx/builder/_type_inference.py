@@ -26,6 +26,8 @@ _BOOL_OPS = frozenset(
 _INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
 # Ops whose output type is the type of input 1 (Where(cond, x, y), CastLike(x, like)).
 _SECOND_INPUT_OPS = frozenset({"Where", "CastLike"})
+# QuantizeLinear: the zero point's type (uint8 without one); DequantizeLinear: the scale's.
+_QUANTIZATION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
 # Ops whose output type is their ``dtype`` attribute (random draws), when it is given.
 _DTYPE_ATTRIBUTE_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "EyeLike"})
 # Multi-output ops whose later outputs are int64 indices.
@@ -49,6 +51,8 @@ def infer_types(g, node) -> None:
         elem = node.attributes["dtype"]
     elif op_type in _SECOND_INPUT_OPS:
         elem = g.get_type(node.inputs[1])
+    elif op_type in _QUANTIZATION_OPS:
+        elem = _quantization_type(g, node)
     elif op_type == "Constant":  # from an inlined function body (onnxscript converters)
         elem = _constant_type(node.attributes)
         if elem is None:
@@ -73,6 +77,16 @@ def infer_types(g, node) -> None:
         for out in outputs[1:]:
             if out:
                 types[out] = rest
+
+
+def _quantization_type(g, node) -> int:
+    if node.attributes.get("output_dtype"):
+        return node.attributes["output_dtype"]
+    if node.op_type == "DequantizeLinear":
+        return g.get_type(node.inputs[1])
+    if len(node.inputs) > 2 and node.inputs[2]:
+        return g.get_type(node.inputs[2])
+    return TensorProto.UINT8
 
 
 _CONSTANT_TYPES = {

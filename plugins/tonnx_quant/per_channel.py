@@ -1,0 +1,90 @@
+"""Per-channel quantize and dequantize (``quantized_decomposed``): PT2E's weights, one scale
+and zero point per slice along ``axis``.
+
+Constant float32 parameters give ``QuantizeLinear``/``DequantizeLinear`` with ``axis``;
+float64 scales (torch then computes in float64) or run-time parameters give torch's
+arithmetic (see ``_qparams``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tonnx.converters import Converter, cast, onnx_type_from_torch, torch_dtype
+
+from ._qparams import (
+    _FLOAT8,
+    FLOAT,
+    as_float32_scale,
+    check_bounds,
+    constant,
+    dequantize_exact,
+    is_narrow,
+    narrow_clip,
+    narrow_clip_supported,
+    promoted,
+    qdq_accepts,
+    quant_type,
+    zero_point_as,
+)
+
+
+def _axis_shape(rank: int, axis: int) -> list[int]:
+    shape = [1] * rank
+    shape[axis] = -1
+    return shape
+
+
+# quantized_decomposed::quantize_per_channel.default
+def quantized_decomposed_quantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min, quant_max, dtype):
+    "quantize_per_channel(Tensor input, Tensor scales, Tensor zero_points, int axis, int quant_min, int quant_max, ScalarType dtype) -> Tensor"  # noqa: E501
+    elem = quant_type(dtype)
+    check_bounds(quant_min, quant_max, dtype)
+    x = cast(g, input, FLOAT)
+    rank = g.get_rank(x)
+    axis = axis % rank
+    s, zp = constant(g, scales), constant(g, zero_points)
+    if (s is not None and zp is not None and s.dtype == np.float32 and elem not in _FLOAT8
+            and qdq_accepts(g, "QuantizeLinear", elem)
+            and narrow_clip_supported(quant_min, quant_max, dtype, elem)):
+        zq = zero_point_as(zp, elem, zp.shape)
+        if zq is not None:
+            narrow = is_narrow(quant_min, quant_max, dtype)
+            q = g.op.QuantizeLinear(x, s, zq, axis=axis, outputs=None if narrow else outputs)
+            return narrow_clip(g, q, quant_min, quant_max, elem, outputs) if narrow else q
+    # torch: clamp(round(x * (1.0 / scales)) + zero_points, quant_min, quant_max).to(dtype)
+    shape = np.array(_axis_shape(rank, axis), dtype=np.int64)
+    scale_elem = g.get_type(scales)
+    compute = promoted(torch_dtype(FLOAT), torch_dtype(scale_elem))
+    inv = g.op.Div(np.array(1.0, dtype=np.float64 if scale_elem != FLOAT else np.float32),
+                   g.op.Reshape(scales, shape))
+    y = g.op.Round(g.op.Mul(cast(g, x, compute), cast(g, inv, compute)))
+    y = g.op.Add(y, cast(g, g.op.Reshape(zero_points, shape), compute))
+    kind = np.float64 if compute != FLOAT else np.float32
+    y = g.op.Clip(y, np.array(quant_min, kind), np.array(quant_max, kind))
+    return g.op.Cast(y, to=elem, outputs=outputs)
+
+
+# quantized_decomposed::dequantize_per_channel.default
+def quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min, quant_max, dtype, out_dtype=None):
+    "dequantize_per_channel(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor"  # noqa: E501
+    elem = quant_type(dtype)
+    check_bounds(quant_min, quant_max, dtype)
+    out = FLOAT if out_dtype is None else onnx_type_from_torch(out_dtype)
+    rank = g.get_rank(input)
+    axis = axis % rank
+    s, zp = constant(g, scales), constant(g, zero_points)
+    if s is not None and (zero_points is None or zp is not None) and qdq_accepts(g, "DequantizeLinear", elem):
+        s32 = as_float32_scale(s) if (out == FLOAT or s.dtype == np.float32) else None
+        zq = zero_point_as(zp, elem, s.shape)
+        if s32 is not None and zq is not None:
+            y = g.op.DequantizeLinear(input, s32, zq, axis=axis, outputs=outputs if out == FLOAT else None)
+            return y if out == FLOAT else g.op.Cast(y, to=out, outputs=outputs)
+    # torch: ((x - zero_points) * scales).to(out_dtype), the parameters along axis
+    return dequantize_exact(g, input, scales, zero_points, out, outputs, shape=_axis_shape(rank, axis))
+
+
+CONVERTERS = (
+    Converter("quantized_decomposed::quantize_per_channel.default", quantized_decomposed_quantize_per_channel),
+    Converter("quantized_decomposed::dequantize_per_channel.default", quantized_decomposed_dequantize_per_channel),
+)
