@@ -1,5 +1,5 @@
-"""Upsampling (aten::upsample_*): Resize where its coordinates are torch's, else torch's own
-indices or filter weights."""
+"""Upsampling (aten::upsample_*, antialiased bilinear and bicubic): Resize where its coordinates
+are torch's, else torch's own indices or filter weights."""
 
 from __future__ import annotations
 
@@ -235,18 +235,19 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
             f"two steps or without antialias."
         )
     if antialias and (align_corners or any(s is not None and s > 0 for s in scales)):
-        return _antialias_matmul(g, sts, outputs, x, sizes, out, scales, align_corners)
+        return _antialias_matmul(g, sts, outputs, x, sizes, out, scales, align_corners, mode)
     rank = g.get_rank(x)
     attributes = {
         "axes": list(range(rank - n, rank)),
         "mode": mode,
         "coordinate_transformation_mode": "align_corners" if align_corners else "half_pixel",
     }
+    if mode == "cubic":
+        # torch's antialiased cubic filter is Pillow's (Keys, a = -0.5), the plain one -0.75
+        attributes["cubic_coeff_a"] = -0.5 if antialias else -0.75
     if antialias:
         # torch (as Pillow) renormalizes the filter's weights at the borders: exclude_outside
         attributes.update(antialias=1, exclude_outside=1)
-    if mode == "cubic":
-        attributes["cubic_coeff_a"] = -0.75
     given = [s is not None and s > 0 for s in scales]
     known = output_size is not None or all(type(o) is int for o in out)
     if known and (align_corners or not any(given)):
@@ -258,20 +259,39 @@ def _upsample_interpolate(g, sts, outputs, x, output_size, scales, align_corners
     return g.op.Resize(x, None, onnx_scales, outputs=outputs, **attributes)
 
 
-def _antialias_weights(size: int, out: int, scale: float) -> np.ndarray:
-    """torch's antialiased linear weights, an (out, size) matrix.
+def _triangle(distance: np.ndarray) -> np.ndarray:
+    return np.maximum(0.0, 1.0 - np.abs(distance))
 
-    The triangle filter, widened by torch's scale when downsampling, is centred at
-    scale * (i + 0.5) and renormalized where it leaves the input (torch's
-    _compute_index_ranges_weights; checked against torch in float64).
+
+def _keys_cubic(distance: np.ndarray, a: float = -0.5) -> np.ndarray:
+    """Keys' cubic convolution kernel with Pillow's a = -0.5 (torch's HelperInterpCubic::aa_filter)."""
+    x = np.abs(distance)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = (((x - 5) * x + 8) * x - 4) * a
+    return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+
+
+# half the filter's width in input pixels (torch's interp_size / 2) and the filter
+_ANTIALIAS_FILTERS = {"linear": (1.0, _triangle), "cubic": (2.0, _keys_cubic)}
+
+
+def _antialias_weights(size: int, out: int, scale: float, mode: str) -> np.ndarray:
+    """torch's antialiased linear or cubic weights, an (out, size) matrix.
+
+    The filter, widened by torch's scale when downsampling, is centred at scale * (i + 0.5),
+    cut to torch's at most 2 * ceil(support) + 1 taps and renormalized where it leaves the
+    input (torch's _compute_indices_min_size_weights_aa; checked against torch in float64).
     """
-    support, inverse = (scale, 1.0 / scale) if scale >= 1.0 else (1.0, 1.0)
+    half, kernel = _ANTIALIAS_FILTERS[mode]
+    support, inverse = (half * scale, 1.0 / scale) if scale >= 1.0 else (half, 1.0)
+    most = 2 * math.ceil(support) + 1
     weights = np.zeros((out, size))
     for i in range(out):
         center = scale * (i + 0.5)
         low, high = max(int(center - support + 0.5), 0), min(int(center + support + 0.5), size)
-        taps = np.maximum(0.0, 1.0 - np.abs((np.arange(low, high) - center + 0.5) * inverse))
-        weights[i, low:high] = taps / taps.sum() if taps.sum() > 0 else taps
+        high = low + min(max(high - low, 0), most)
+        taps = kernel((np.arange(low, high) - center + 0.5) * inverse)
+        weights[i, low:high] = taps / taps.sum() if taps.sum() != 0 else taps
     return weights
 
 
@@ -282,7 +302,9 @@ def _torch_scale(size: int, out: int, scale, align_corners: bool) -> float:
     return 1.0 / scale if scale is not None and scale > 0 else size / out
 
 
-def _antialias_matmul(g, sts, outputs, x: str, sizes: list, out: list, scales: list, align_corners: bool) -> str:
+def _antialias_matmul(
+    g, sts, outputs, x: str, sizes: list, out: list, scales: list, align_corners: bool, mode: str
+) -> str:
     """Antialiasing with align_corners or torch's scale factors (which Resize cannot take
     with the output size: 10 to 3 by 1.7) as torch's own weights, one MatMul per axis."""
     if not all(type(v) is int for v in (*sizes, *out)):
@@ -292,7 +314,9 @@ def _antialias_matmul(g, sts, outputs, x: str, sizes: list, out: list, scales: l
             f"the output size with align_corners=False."
         )
     dtype = numpy_dtype(g.get_type(x))
-    h, w = (_antialias_weights(n, o, _torch_scale(n, o, s, align_corners)) for n, o, s in zip(sizes, out, scales))
+    h, w = (
+        _antialias_weights(n, o, _torch_scale(n, o, s, align_corners), mode) for n, o, s in zip(sizes, out, scales)
+    )
     rows = g.op.MatMul(h.astype(dtype), x)
     return g.op.MatMul(rows, w.T.astype(dtype), outputs=outputs)
 
@@ -365,6 +389,25 @@ def aten__upsample_bilinear2d_aa(
     )
 
 
+# aten::_upsample_bicubic2d_aa.vec
+def aten__upsample_bicubic2d_aa_vec(g, sts, outputs, input, output_size, align_corners, scale_factors):
+    "_upsample_bicubic2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"
+    return _upsample_interpolate(
+        g, sts, outputs, input, output_size, scale_factors, align_corners, "cubic", antialias=True
+    )
+
+
+# aten::_upsample_bicubic2d_aa.default
+def aten__upsample_bicubic2d_aa(
+    g, sts, outputs, self, output_size, align_corners, scales_h=None, scales_w=None
+):
+    "_upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    scales = [scales_h, scales_w]
+    return _upsample_interpolate(
+        g, sts, outputs, self, output_size, scales, align_corners, "cubic", antialias=True
+    )
+
+
 CONVERTERS = (
     Converter("aten::upsample_nearest1d.vec", aten_upsample_nearest_vec),
     Converter("aten::upsample_nearest2d.vec", aten_upsample_nearest_vec),
@@ -386,6 +429,8 @@ CONVERTERS = (
     Converter("aten::upsample_bilinear2d.default", aten_upsample_bilinear2d),
     Converter("aten::_upsample_bilinear2d_aa.vec", aten__upsample_bilinear2d_aa_vec),
     Converter("aten::_upsample_bilinear2d_aa.default", aten__upsample_bilinear2d_aa),
+    Converter("aten::_upsample_bicubic2d_aa.vec", aten__upsample_bicubic2d_aa_vec),
+    Converter("aten::_upsample_bicubic2d_aa.default", aten__upsample_bicubic2d_aa),
     Converter("aten::upsample_trilinear3d.default", aten_upsample_trilinear3d),
     Converter("aten::upsample_bicubic2d.default", aten_upsample_bicubic2d),
 )

@@ -64,6 +64,8 @@ COVERS = {
     "aten::upsample_bicubic2d.default",
     "aten::_upsample_bilinear2d_aa.vec",
     "aten::_upsample_bilinear2d_aa.default",
+    "aten::_upsample_bicubic2d_aa.vec",
+    "aten::_upsample_bicubic2d_aa.default",
     "aten::grid_sampler.default",
     "aten::grid_sampler_2d.default",
     "aten::grid_sampler_3d.default",
@@ -512,7 +514,11 @@ def test_upsample_interpolate_default(key, data, align_corners):
     check_op(lambda x: op(x, out, align_corners, *scales), [x], expect_op=f"aten::{key}.default")
 
 
-def _antialias_quirk(case) -> bool:
+AA_KEYS = {"bilinear": "_upsample_bilinear2d_aa", "bicubic": "_upsample_bicubic2d_aa"}
+aa_modes = pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+
+
+def _antialias_quirk(case, mode: str) -> bool:
     """To a width of 1 from a height > 1, torch's antialiased kernel repeats the first row:
     refused (checked here), never converted."""
     out = case["out"] or [math.floor(s * f) for s, f in zip(case["size"], case["scale"])]
@@ -520,32 +526,35 @@ def _antialias_quirk(case) -> bool:
         return False
     x = make(case["seed"], (1, 1, *case["size"]))
     for align_corners in (False, True):
-        resize = Unary(lambda x: F.interpolate(x, size=out, mode="bilinear", antialias=True, align_corners=align_corners))  # noqa: B023
+        resize = Unary(lambda x: F.interpolate(x, size=out, mode=mode, antialias=True, align_corners=align_corners))  # noqa: B023
         with pytest.raises(tonnx.UnsupportedError, match="width of 1"):
             tonnx.to_onnx(resize, (x,))
     return True
 
 
+@aa_modes
 @given(data=st.data(), dtype=st.sampled_from([torch.float32, torch.float64]))
-def test_upsample_bilinear_antialiased(data, dtype):
-    """Resize(antialias=1, exclude_outside=1): torch's triangle filter renormalized at borders."""
+def test_upsample_antialiased(mode, data, dtype):
+    """Resize(antialias=1, exclude_outside=1): torch's triangle or Keys cubic (a = -0.5) filter
+    renormalized at borders."""
     case = data.draw(upsample_cases(2))
     x = make(case["seed"], (2, case["channels"], *case["size"]), dtype)
-    if _antialias_quirk(case):
+    if _antialias_quirk(case, mode):
         return
     check_op(
-        lambda x: F.interpolate(x, size=case["out"], scale_factor=case["scale"], mode="bilinear", antialias=True),
+        lambda x: F.interpolate(x, size=case["out"], scale_factor=case["scale"], mode=mode, antialias=True),
         [x],
-        expect_op="aten::_upsample_bilinear2d_aa.vec",
+        expect_op=f"aten::{AA_KEYS[mode]}.vec",
         **tol(dtype),
         **runtime(dtype),
     )
 
 
+@aa_modes
 @given(data=st.data())
-def test_upsample_bilinear_antialiased_default(data):
+def test_upsample_antialiased_default(mode, data):
     case = data.draw(upsample_cases(2))
-    if _antialias_quirk(case):
+    if _antialias_quirk(case, mode):
         return
     if case["scale"] is None:
         out, scales = case["out"], [None, None]
@@ -553,52 +562,71 @@ def test_upsample_bilinear_antialiased_default(data):
         scales = case["scale"]
         out = [math.floor(s * f) for s, f in zip(case["size"], scales)]
     x = make(case["seed"], (2, case["channels"], *case["size"]))
-    op = torch.ops.aten._upsample_bilinear2d_aa.default
-    check_op(lambda x: op(x, out, False, *scales), [x], expect_op="aten::_upsample_bilinear2d_aa.default")
+    op = getattr(torch.ops.aten, AA_KEYS[mode]).default
+    check_op(lambda x: op(x, out, False, *scales), [x], expect_op=f"aten::{AA_KEYS[mode]}.default")
 
 
-@pytest.mark.parametrize("antialias", [False, True])
-def test_upsample_bilinear_scale_rounding_below_the_size(antialias):
+@pytest.mark.parametrize("mode,antialias", [("bilinear", False), ("bilinear", True), ("bicubic", True)])
+def test_upsample_scale_rounding_below_the_size(mode, antialias):
     """20 * 0.9f is 18 in float32 but 17.99999 exactly: the Resize scale must give 18 both ways."""
+    key = AA_KEYS[mode] if antialias else "upsample_bilinear2d"
     check_op(
-        lambda x: F.interpolate(x, scale_factor=(1.7, 0.9), mode="bilinear", antialias=antialias),
+        lambda x: F.interpolate(x, scale_factor=(1.7, 0.9), mode=mode, antialias=antialias),
         [make(0, (1, 3, 10, 20))],
-        expect_op="aten::_upsample_bilinear2d_aa.vec" if antialias else "aten::upsample_bilinear2d.vec",
+        expect_op=f"aten::{key}.vec",
     )
 
 
+@aa_modes
 @given(data=st.data(), dtype=st.sampled_from([torch.float32, torch.float64]))
-def test_upsample_bilinear_antialiased_align_corners(data, dtype):
+def test_upsample_antialiased_align_corners(mode, data, dtype):
     """torch's antialiased align_corners mapping has no Resize mode: weights as two MatMuls."""
     case = data.draw(upsample_cases(2))
     x = make(case["seed"], (2, case["channels"], *case["size"]), dtype)
-    if _antialias_quirk(case):
+    if _antialias_quirk(case, mode):
         return
     check_op(
         lambda x: F.interpolate(
-            x, size=case["out"], scale_factor=case["scale"], mode="bilinear", antialias=True, align_corners=True
+            x, size=case["out"], scale_factor=case["scale"], mode=mode, antialias=True, align_corners=True
         ),
         [x],
-        expect_op="aten::_upsample_bilinear2d_aa.vec",
+        expect_op=f"aten::{AA_KEYS[mode]}.vec",
         **tol(dtype),
     )
 
 
-def test_upsample_bilinear_antialiased_align_corners_on_dynamic_sizes_is_refused():
+@aa_modes
+def test_upsample_antialiased_align_corners_on_dynamic_sizes_is_refused(mode):
     dims = {2: torch.export.Dim("h", min=4), 3: torch.export.Dim("w", min=4)}  # out > 1: no guard
     with pytest.raises(tonnx.UnsupportedError, match="dynamic sizes"):
         tonnx.to_onnx(
-            Unary(lambda x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True, align_corners=True)),
+            Unary(lambda x: F.interpolate(x, scale_factor=0.5, mode=mode, antialias=True, align_corners=True)),
             (make(0, (1, 2, 6, 8)),),
             dynamic_shapes=(dims,),
         )
 
 
+@aa_modes
+def test_upsample_antialiased_dynamic(mode):
+    """Resize follows symbolic input sizes to a given output size, down- or upsampling."""
+    dims = {2: torch.export.Dim("h", min=4), 3: torch.export.Dim("w", min=4)}
+    others = [(make(1, (1, 2, 9, 5)),), (make(2, (1, 2, 16, 12)),)]
+    for size in ((3, 5), (13, 7)):
+        check_model(
+            Unary(lambda x: F.interpolate(x, size=size, mode=mode, antialias=True)),  # noqa: B023
+            (make(0, (1, 2, 6, 8)),),
+            dynamic_shapes=(dims,),
+            other_inputs=others,
+            expect_ops=[f"aten::{AA_KEYS[mode]}.vec"],
+        )
+
+
+@aa_modes
 @given(seed=seeds, scales=st.sampled_from([(1.7, 0.9), (0.3, 0.2), (0.7, 1.3)]))
-def test_upsample_bilinear_antialiased_scales_not_giving_the_size(seed, scales):
+def test_upsample_antialiased_scales_not_giving_the_size(mode, seed, scales):
     """torch maps coordinates by the scales and writes ``output_size``: its weights, MatMuls."""
-    op = torch.ops.aten._upsample_bilinear2d_aa.default
-    check_op(lambda x: op(x, [3, 3], False, *scales), [make(seed, (1, 2, 10, 20))], expect_op="aten::_upsample_bilinear2d_aa.default")
+    op = getattr(torch.ops.aten, AA_KEYS[mode]).default
+    check_op(lambda x: op(x, [3, 3], False, *scales), [make(seed, (1, 2, 10, 20))], expect_op=f"aten::{AA_KEYS[mode]}.default")
 
 
 # -- grid sampling ------------------------------------------------------------------------------
