@@ -68,9 +68,34 @@ def test_exported_program_refuses_what_it_cannot_use():
 
 
 def test_named_dim_made_static_is_refused():
-    """An example of size 1 is specialized by torch.export: refused, never a static 'batch'."""
-    with pytest.raises(tonnx.ExportFailedError, match="0/1 specialized"):
+    """An example of size 1 is specialized by torch.export: refused, never a static 'batch';
+    the error names the axis and the fix, not torch's names for it."""
+    with pytest.raises(tonnx.DynamicShapesError) as info:
         tonnx.to_onnx(Cat(), (torch.randn(1, 3), torch.randn(1, 3)), dynamic_shapes=({0: "batch"}, {0: "batch"}))
+    assert "dynamic_shapes['a'] axis 0 ('batch') is declared dynamic but its example size is 1" in str(info.value)
+    assert "use an example size of 2 or more" in str(info.value)
+    assert "not tonnx's" not in str(info.value)
+
+
+class Fixed(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0], 2, 3)
+
+
+@pytest.mark.parametrize("dim", ["features", Dim("features"), Dim.DYNAMIC])
+def test_a_dynamic_dim_the_model_fixes_is_named_with_its_size(dim):
+    with pytest.raises(tonnx.DynamicShapesError) as info:
+        tonnx.to_onnx(Fixed(), (torch.randn(4, 6),), dynamic_shapes=({1: dim},))
+    text = str(info.value)
+    assert text.startswith("dynamic_shapes['x'] axis 1")
+    assert "is declared dynamic but the model fixes this dimension to 6" in text
+    assert "declare it static" in text and "not tonnx's" not in text
+
+
+@pytest.mark.parametrize("dim", [Dim("batch"), Dim.DYNAMIC])
+def test_a_size_one_example_for_a_dim_names_the_fix(dim):
+    with pytest.raises(tonnx.DynamicShapesError, match=r"\['x'\] axis 0.* example size is 1.* 2 or more"):
+        tonnx.to_onnx(Fixed(), (torch.randn(1, 6),), dynamic_shapes=({0: dim},))
 
 
 class SumList(torch.nn.Module):

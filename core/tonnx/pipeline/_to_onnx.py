@@ -18,7 +18,7 @@ from tonnx.pipeline._arguments import (
     opsets as parse_opsets,
     path_argument,
 )
-from tonnx.pipeline.capture._torch_export import export_program, pack_export_patches
+from tonnx.pipeline.capture._torch_export import EXPORT_LOCK, export_program, pack_export_patches
 from tonnx.tools.report import _record
 from tonnx.tools.report._recording import recording
 
@@ -56,20 +56,23 @@ def to_onnx(
       dtypes before returning it (a ``ConverterOutputError`` names the converter at fault).
     - ``filename``: also write the model there, atomically (a temporary file renamed over
       the path; a symlink is written through, an existing file keeps its mode; anything but
-      a regular file is refused before torch.export). With ``external_data`` (default: when
-      weights exceed 2 GB) initializers of 1 KiB or more go to ``<filename>.data`` or
-      ``<filename>.1.data``: the name alternates on each overwrite, so a crash never pairs
-      an old model with new data, and the other one is removed. Weights go from the tensors
-      to the file without a copy. The proto returned is the model written, weights included
-      (``onnx.save`` it anywhere); above 2 GB its large initializers reference the data file
-      relative to ``filename``'s folder, as ``onnx.load(filename, load_external_data=False)``
-      (one copy of the weights in memory). A killed export's temporaries
-      (``<name>.tmp-tonnx-<pid>-<hex>``) are removed by the next export to the same path.
+      a regular file, or a name longer than the filesystem's NAME_MAX, is refused before
+      torch.export). With ``external_data`` (default: when weights exceed 2 GB) initializers
+      of 1 KiB or more go to ``<filename>.data`` or ``<filename>.1.data``: the name
+      alternates on each overwrite, so a crash never pairs an old model with new data, and
+      the other one is removed. Weights go from the tensors to the file without a copy, and
+      the proto returned holds no copy of them: each initializer of 1 KiB or more
+      references its bytes in the file written (the data file, or the ``.onnx`` itself), as
+      ``onnx.load(filename, load_external_data=False)`` gives a model with external data.
+      ``onnx.load(filename)`` gives the whole model; ``onnx.load_external_data_for_model(onx,
+      folder)`` fills this proto (``folder``: ``filename``'s, its target's for a symlink).
+      A KeyboardInterrupt or SIGTERM during the write removes the temporaries; a killed
+      export's (``<name>.tmp-tonnx-<pid>-<hex>``) are removed by the next export to the path.
     - ``weights``: for a model built on the ``meta`` device, the safetensors files (a path,
       a glob or a list) its weights are read from, one tensor at a time, while writing
       ``filename`` (a tensor stored as the model declares it is copied file to file by the
-      kernel); tensor names are the model's ``state_dict`` names. With a data file, the
-      proto returned references it whatever its size (the weights are never all in memory).
+      kernel); tensor names are the model's ``state_dict`` names (the weights are never
+      all in memory).
     - ``strict``: passed to ``torch.export.export``.
     - ``verbose``: 1 prints the model as :func:`tonnx.pretty` text after the export.
     - ``report``: also write a markdown report there (written on failure too: the failing
@@ -85,7 +88,7 @@ def to_onnx(
     filename = path_argument(filename, "filename")
     path_argument(report, "report")
     if filename is not None:
-        check_writable(filename)
+        check_writable(filename, external_data=external_data)
     check_report(report, filename)
     if weights is not None and filename is None:
         raise OutputFileError("weights= streams weights into a file: pass filename= too.")
@@ -152,13 +155,14 @@ def convert_program(
     if record is not None:
         record.start("convert")
     dispatcher = dispatcher if dispatcher is not None else DEFAULT_DISPATCHER
-    ep, manager, registry, config = prepare_program(ep, dispatcher, opsets)  # 2. prepare
-    g, interpreter = interpret_program(  # 3. interpret
-        ep, dim_names, opsets=opsets, registry=registry, manager=manager, config=config,
-        dispatcher=dispatcher, input_names=input_names, output_names=output_names, record=record,
-    )
-    finish_graph(g, ep, interpreter, registry, config, manager,  # 4. finish
-                 optimize=optimize, validate=validate, record=record)
+    with EXPORT_LOCK:  # run_decompositions traces again; the packs are loaded once
+        ep, manager, registry, config = prepare_program(ep, dispatcher, opsets)  # 2. prepare
+        g, interpreter = interpret_program(  # 3. interpret
+            ep, dim_names, opsets=opsets, registry=registry, manager=manager, config=config,
+            dispatcher=dispatcher, input_names=input_names, output_names=output_names, record=record,
+        )
+        finish_graph(g, ep, interpreter, registry, config, manager,  # 4. finish
+                     optimize=optimize, validate=validate, record=record)
     if record is not None:
         record.start("serialize")
     model = g.to_onnx() if filename is None else save(g, filename, external_data, weights)  # 5. write

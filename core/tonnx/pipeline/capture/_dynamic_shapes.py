@@ -28,6 +28,11 @@ def _dim_name(d) -> str | None:
     return None
 
 
+def _dynamic_hint(d) -> bool:
+    """``Dim.DYNAMIC`` (or ``Dim.DYNAMIC(min=..)``): dynamic, no name; ``AUTO`` may be static."""
+    return getattr(getattr(d, "type", None), "name", None) == "DYNAMIC"
+
+
 def _per_tensor(spec, tensor, path: str, named: list):
     """Converts one tensor's spec, recording (tensor, axis, name) for each named axis."""
     import torch
@@ -58,7 +63,7 @@ def _per_tensor(spec, tensor, path: str, named: list):
                 f"be empty. Give it a name ({{{axis}: 'batch'}}) or torch.export.Dim.DYNAMIC."
             )
         name = _dim_name(d)
-        if name is not None:
+        if name is not None or _dynamic_hint(d):  # unnamed: only to say which axis failed
             named.append((tensor, axis % tensor.dim(), name, path, isinstance(d, str)))
         out[axis] = torch.export.Dim.DYNAMIC if isinstance(d, str) else d
     return out
@@ -131,6 +136,8 @@ def _check_names_agree(named: list) -> None:
     """One name, one size: a name shared by dimensions of different example sizes is refused."""
     sizes: dict[str, dict[int, str]] = {}
     for tensor, axis, name, path, _ in named:
+        if name is None:
+            continue
         sizes.setdefault(name, {}).setdefault(int(tensor.shape[axis]), f"{path} axis {axis}")
     for name, by_size in sizes.items():
         if len(by_size) > 1:
@@ -143,7 +150,8 @@ def _check_names_agree(named: list) -> None:
 
 
 def convert(model, args: tuple, kwargs: dict, dynamic_shapes) -> tuple[Any, list]:
-    """(spec for torch.export, [(tensor, axis, name)]) from the user's ``dynamic_shapes``.
+    """(spec for torch.export, [(tensor, axis, name, path, kind)]) from the user's
+    ``dynamic_shapes``: every axis declared dynamic, named or not (name None).
 
     The spec is returned keyed by forward's parameter names, the form torch.export
     matches unambiguously (a ``*args`` parameter gets one entry per positional input).
@@ -216,7 +224,7 @@ def symbol_names(ep, args: tuple, kwargs: dict, named: list) -> dict[str, str]:
     given: dict[str, str] = {}  # symbol -> where its name was first given
     for tensor, axis, name, path, kind in named:
         index = positions.get(id(tensor))
-        if index is None or index >= len(user_inputs):
+        if name is None or index is None or index >= len(user_inputs):
             continue
         val = user_inputs[index].meta.get("val")
         d = val.shape[axis] if val is not None else None

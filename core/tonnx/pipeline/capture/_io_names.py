@@ -7,6 +7,9 @@ and onnxruntime-genai use, whether the model calls its cache ``past_key_values``
 are ``.decoder``/``.encoder``). Top-level tensors keep the name torch.export gave them (the
 parameter name); outputs that are a bare tensor or a tuple keep the interpreter's names.
 ``input_names``/``output_names`` given by the user override these, position by position.
+A default output name an input or a weight already has gets ``_output`` (``attention_mask``
+returned beside an input of that name is ``attention_mask_output``); a clash the user chose
+is refused.
 """
 
 from __future__ import annotations
@@ -138,4 +141,24 @@ def io_names(ep, input_names, output_names) -> tuple[list[str], list[str]]:
     inputs = merge(input_names, default_input_names(ep), user)
     defaults = default_output_names(ep)
     outputs = merge(output_names, defaults, [""] * len(defaults))
-    return inputs, outputs
+    weights = [s.target for s in ep.graph_signature.input_specs if s.kind.name != "USER_INPUT"]
+    taken = {*inputs, *user, *(w for w in weights if isinstance(w, str))}
+    return inputs, unique_defaults(outputs, len(output_names or []), taken)
+
+
+def unique_defaults(outputs: list[str], given: int, taken: set[str]) -> list[str]:
+    """``outputs`` with each name tonnx chose (after the ``given`` first, the user's) made
+    unique against ``taken`` (the inputs' and weights' names): ``attention_mask`` becomes
+    ``attention_mask_output`` for a ModelOutput field named as an input. A name the user
+    gave is kept; one that clashes is refused later, with the fix."""
+    used = taken | set(outputs)
+    unique = list(outputs[:given])
+    for name in outputs[given:]:
+        if name and name in taken:
+            candidate, k = f"{name}_output", 1
+            while candidate in used:
+                candidate, k = f"{name}_output_{k}", k + 1
+            used.add(candidate)
+            name = candidate
+        unique.append(name)
+    return unique

@@ -4,25 +4,36 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 
 from tonnx._errors import ExportFailedError, TonnxError
 from tonnx.pipeline.capture import _dynamic_shapes
 from tonnx.pipeline.capture._export_failure import export_failure_message
+from tonnx.pipeline.capture._kept_inputs import kept_inputs
 from tonnx.pipeline.capture._keyword_inputs import explicit_keyword_inputs
+from tonnx.pipeline.capture._specialized import specialized_dimension_error
 
 #: Where tonnx.export_program keeps the user's dimension names on the program it returns.
 DIM_NAMES = "pkg.tonnx.dim_names"
 
+#: Held while a thread traces or converts a program (re-entrant: to_onnx calls
+#: export_program). torch.export's tracing state is process-wide (the fake mode, dynamo's
+#: config and guards, the decompositions' dispatch), and so are the packs' export patches
+#: (module attributes replaced for the block) and ``model.forward`` made explicit: two
+#: threads exporting at once break each other inside torch. Exports run one at a time.
+EXPORT_LOCK = threading.RLock()
+
 
 @contextlib.contextmanager
 def pack_export_patches(model, dispatcher, opset: int):
-    """Enters the ``export_patches`` of the packs ``dispatcher`` enables (PackSpec)."""
+    """Enters the ``export_patches`` of the packs ``dispatcher`` enables (PackSpec), holding
+    :data:`EXPORT_LOCK` for the block."""
     import torch
 
     from tonnx.dispatch._dispatcher import DEFAULT_DISPATCHER
     from tonnx.dispatch._manager import default_manager
 
-    with contextlib.ExitStack() as stack:
+    with EXPORT_LOCK, contextlib.ExitStack() as stack:
         if not isinstance(model, torch.export.ExportedProgram):
             registry = default_manager().registry(opset, dispatcher if dispatcher is not None else DEFAULT_DISPATCHER)
             for spec in registry.packs.values():
@@ -48,13 +59,14 @@ def export_program(model, args: tuple, kwargs: dict, *, dynamic_shapes=None, str
         if dynamic_shapes is None:
             return model, dict(model.graph_module.meta.get(DIM_NAMES, {}))
         return model, _dynamic_shapes.program_symbol_names(model, args, kwargs, dynamic_shapes)
-    with explicit_keyword_inputs(model, kwargs):  # callers enter pack_export_patches
+    # callers enter pack_export_patches (the lock included); the lock again for direct calls
+    with EXPORT_LOCK, kept_inputs(model, args, kwargs), explicit_keyword_inputs(model, kwargs):
         spec, named = _dynamic_shapes.convert(model, args, kwargs, dynamic_shapes)
-        ep = _torch_export(model, args, kwargs, spec, strict)
+        ep = _torch_export(model, args, kwargs, spec, strict, named)
         return ep, _dynamic_shapes.symbol_names(ep, args, kwargs, named)
 
 
-def _torch_export(model, args, kwargs, dynamic_shapes, strict):
+def _torch_export(model, args, kwargs, dynamic_shapes, strict, named: list):
     import torch
 
     try:
@@ -62,4 +74,7 @@ def _torch_export(model, args, kwargs, dynamic_shapes, strict):
             model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict
         )
     except Exception as e:
+        specialized = specialized_dimension_error(e, named)
+        if specialized is not None:
+            raise specialized from e
         raise ExportFailedError(export_failure_message(e)) from e
