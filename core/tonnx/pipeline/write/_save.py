@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from tonnx._errors import OutputFileError
 
-#: Models whose initializers exceed this are written with external data when saved, and
-#: to_onnx(filename=) then returns a proto referencing the data file instead of holding it.
+#: Models whose initializers exceed this are written with external data when saved.
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
 
 #: protobuf cannot parse a message this large: a model file without external data is smaller.
@@ -33,6 +32,4 @@ def save(g, filename: str, external_data: bool | None, weights=None):
         source = weights if isinstance(weights, SafetensorsWeights) else SafetensorsWeights(weights)
         source = source.with_derivations(g.derivations)
         payload, ranges = source.payload, source.file_range
-    # streamed weights= stay in their files: the proto references the data file
-    return _file_writer.save(g, filename, external_data=external_data, payload=payload, ranges=ranges,
-                             return_data=total <= EXTERNAL_DATA_THRESHOLD and weights is None)
+    return _file_writer.save(g, filename, external_data=external_data, payload=payload, ranges=ranges)

@@ -44,7 +44,7 @@ class ExternalDataWriter:
         self._ranges = ranges
         #: (name, value, offset, size) of every tensor to write, in file order
         self.planned: list[tuple[str, Any, int, int]] = []
-        #: (proto, name, value) of each tensor, to give the proto its bytes back
+        #: (proto, name, value) of each tensor
         self.protos: list[tuple[TensorProto, str, Any]] = []
         self.offset = 0
         self._written = False
@@ -57,15 +57,7 @@ class ExternalDataWriter:
         size = nbytes(value)
         self.planned.append((name, value, self.offset, size))
         self.protos.append((proto, name, value))
-        proto.data_location = TensorProto.EXTERNAL
-        for key, value_ in (
-            ("location", self.location),
-            ("offset", str(self.offset)),
-            ("length", str(size)),
-        ):
-            entry = proto.external_data.add()
-            entry.key = key
-            entry.value = value_
+        reference(proto, self.location, self.offset, size)
         self.offset += size
 
     def close(self) -> None:
@@ -79,14 +71,15 @@ class ExternalDataWriter:
 
 class InlineStreamer:
     """Leaves large main-graph initializers without ``raw_data`` in the proto and remembers
-    them, so :mod:`._file_writer` writes their bytes straight from the tensors."""
+    them, so :mod:`._file_writer` writes their bytes straight from the tensors (then points
+    each proto at its bytes in the file written)."""
 
     subgraphs = False
 
     def __init__(self):
         #: initializer name -> value whose bytes the file writer appends
         self.values: dict[str, Any] = {}
-        #: (proto, name, value) of each, to give the proto its bytes back
+        #: (proto, name, value) of each, to point the proto at its bytes once written
         self.protos: list[tuple[TensorProto, str, Any]] = []
 
     def takes(self, value) -> bool:
@@ -95,6 +88,17 @@ class InlineStreamer:
     def add(self, proto: TensorProto, name: str, value) -> None:
         self.values[name] = value
         self.protos.append((proto, name, value))
+
+
+def reference(proto: TensorProto, location: str, offset: int, length: int) -> None:
+    """Points ``proto`` (without ``raw_data``) at bytes ``[offset, offset + length)`` of the
+    file ``location`` (relative to the model's folder): ONNX's external data, which
+    ``onnx.load_external_data_for_model`` and onnxruntime read."""
+    proto.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        entry = proto.external_data.add()
+        entry.key = key
+        entry.value = value
 
 
 def default_payload(name: str, value) -> memoryview:
