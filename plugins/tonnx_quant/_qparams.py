@@ -27,6 +27,7 @@ from tonnx.converters import cast, numpy_dtype, onnx_type_from_torch
 
 FLOAT = TensorProto.FLOAT
 DOUBLE = TensorProto.DOUBLE
+FLOAT16 = TensorProto.FLOAT16
 INT64 = TensorProto.INT64
 
 #: ONNX element types whose QuantizeLinear/DequantizeLinear saturate to the full range.
@@ -186,4 +187,6 @@ def dequantize_exact(g, x: str, scale: str, zero_point: str | None, out: int, ou
         y = g.op.Sub(cast(g, y, elem), cast(g, param(zero_point), elem))
     elem = promoted(torch_dtype(elem), torch_dtype(g.get_type(scale)))
     y = g.op.Mul(cast(g, y, elem), cast(g, param(scale), elem))
-    return g.op.Cast(y, to=out, outputs=outputs) if elem != out else named(g, y, outputs[0])
+    if elem != out:
+        return g.op.Cast(y, to=out, outputs=outputs)
+    return named(g, y, outputs[0]) if outputs else y

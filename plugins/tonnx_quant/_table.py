@@ -9,9 +9,9 @@ import importlib.util
 FAMILIES = (
     "per_tensor",
     "per_channel",
-    # "per_token",
-    # "choose_qparams",
-    # "groupwise",
+    "per_token",
+    "choose_qparams",
+    "groupwise",
 )
 
 #: torchao's ops exist only once torchao is imported: converted when it is installed.

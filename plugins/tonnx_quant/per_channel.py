@@ -50,8 +50,9 @@ def quantized_decomposed_quantize_per_channel(g, sts, outputs, input, scales, ze
         zq = zero_point_as(zp, elem, zp.shape)
         if zq is not None:
             narrow = is_narrow(quant_min, quant_max, dtype)
-            q = g.op.QuantizeLinear(x, s, zq, axis=axis, outputs=None if narrow else outputs)
-            return narrow_clip(g, q, quant_min, quant_max, elem, outputs) if narrow else q
+            if not narrow:
+                return g.op.QuantizeLinear(x, s, zq, axis=axis, outputs=outputs)
+            return narrow_clip(g, g.op.QuantizeLinear(x, s, zq, axis=axis), quant_min, quant_max, elem, outputs)
     # torch: clamp(round(x * (1.0 / scales)) + zero_points, quant_min, quant_max).to(dtype)
     shape = np.array(_axis_shape(rank, axis), dtype=np.int64)
     scale_elem = g.get_type(scales)
@@ -78,8 +79,9 @@ def quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, 
         s32 = as_float32_scale(s) if (out == FLOAT or s.dtype == np.float32) else None
         zq = zero_point_as(zp, elem, s.shape)
         if s32 is not None and zq is not None:
-            y = g.op.DequantizeLinear(input, s32, zq, axis=axis, outputs=outputs if out == FLOAT else None)
-            return y if out == FLOAT else g.op.Cast(y, to=out, outputs=outputs)
+            if out == FLOAT:
+                return g.op.DequantizeLinear(input, s32, zq, axis=axis, outputs=outputs)
+            return g.op.Cast(g.op.DequantizeLinear(input, s32, zq, axis=axis), to=out, outputs=outputs)
     # torch: ((x - zero_points) * scales).to(out_dtype), the parameters along axis
     return dequantize_exact(g, input, scales, zero_points, out, outputs, shape=_axis_shape(rank, axis))
 

@@ -43,8 +43,9 @@ def quantize_tensorwise(g, outputs, input, scale, zero_point, quant_min, quant_m
         if zq is not None:
             narrow = is_narrow(quant_min, quant_max, dtype)
             s32 = np.array(float(s.reshape(())), dtype=np.float32)
-            q = g.op.QuantizeLinear(x, s32, zq, outputs=None if narrow else outputs)
-            return narrow_clip(g, q, quant_min, quant_max, elem, outputs) if narrow else q
+            if not narrow:
+                return g.op.QuantizeLinear(x, s32, zq, outputs=outputs)
+            return narrow_clip(g, g.op.QuantizeLinear(x, s32, zq), quant_min, quant_max, elem, outputs)
     return quantize_exact(g, x, reciprocal_f32(g, scale), scalar(g, zero_point), quant_min,
                           quant_max, elem, outputs)
 
@@ -61,7 +62,8 @@ def dequantize_tensorwise(g, outputs, input, scale, zero_point, dtype, out_dtype
             return g.op.DequantizeLinear(input, s32, zq, outputs=outputs)
     opmath = DOUBLE if out == DOUBLE else FLOAT
     y = cast(g, cast(g, input, out), opmath)
-    y = g.op.Sub(y, scalar(g, zero_point, opmath))
+    # torch casts the zero point to out_dtype (a tensor-typed scalar), the scale to opmath
+    y = g.op.Sub(y, cast(g, scalar(g, zero_point, out), opmath))
     y = cast(g, cast(g, y, out), opmath)  # torch rounds the difference to out_dtype
     y = cast(g, g.op.Mul(y, scalar(g, scale, opmath)), out)
     return named(g, y, outputs[0])
