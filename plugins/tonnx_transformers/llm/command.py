@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 EPILOG = """\
 SOURCE: a transformers model folder (config.json, *.safetensors, tokenizer files) or
 MODULE_OR_FILE:CALLABLE returning a causal LM (called with no arguments).
 
 OUT receives model.onnx, model.onnx.data, genai_config.json and the tokenizer files:
-onnxruntime_genai.Model(OUT) runs it. It is written beside OUT and renamed once checked.
+onnxruntime_genai.Model(OUT) runs it. It is written beside OUT and moved in once checked;
+the other files of OUT stay. OUT is a new folder, an empty one or an earlier export's.
 
-Exit codes: 0 written, 1 failed, 2 bad usage or source, 3 ops without a converter,
-4 torch.export failed, 5 the greedy check failed (nothing written).
+Exit codes: 0 written, 1 failed, 2 bad usage, source or OUT, 3 ops without a converter,
+4 torch.export failed, 5 the greedy check failed (nothing written), 143 SIGTERM (nothing
+written, the temporary folder removed).
 
 Example: tonnx export-llm ./my-llama -o ./my-llama-onnx
 """
@@ -35,11 +41,14 @@ def add_commands(sub) -> None:
                    help="int8/int4 quantization block along the input dimension: 16, 32 "
                         "(default), 64, 128 or 256")
     p.add_argument("--tokenizer", metavar="DIR", help="copy the tokenizer files from DIR "
-                   "(default: the source folder)")
+                   "(default: the source folder); it must load in onnxruntime-genai")
+    p.add_argument("--no-tokenizer", action="store_true",
+                   help="write no tokenizer files (the folder then runs on token ids)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the greedy check against transformers (it loads the model in "
                         "memory once: skip it for a model larger than memory)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no summary")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line, no summary, no transformers progress bars or messages")
     p.add_argument("--runtime", default="onnxruntime", choices=["onnxruntime", "onnx"],
                    help="onnxruntime (default: its com.microsoft fused ops when the ortcontrib "
                         "pack is installed) or onnx: standard domain only, opset 23")
@@ -50,19 +59,36 @@ def add_commands(sub) -> None:
 
 
 def run(args) -> int:
+    import warnings
+
     from tonnx import TonnxError
     from tonnx.tools.cli import _codes
 
     from .export import export_llm
+    from .folder import OutputFolderError
     from .source import SourceError
+    from .tokenizer_check import NoTokenizerWarning
     from .verify import GreedyCheckError
 
+    if args.no_tokenizer and args.tokenizer:
+        print("tonnx export-llm: give --tokenizer DIR or --no-tokenizer, not both.", file=sys.stderr)
+        return _codes.USAGE
     try:
-        result = export_llm(args.source, args.output, precision=args.precision,
-                            block_size=args.block_size, verify=not args.no_verify, tokenizer=args.tokenizer,
-                            progress=False if args.quiet else None, runtime=args.runtime,
-                            context_length=args.context_length)
-    except SourceError as e:
+        with _sigterm_raises(), _quiet(args.quiet), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", NoTokenizerWarning)
+            try:
+                result = export_llm(
+                    args.source, args.output, precision=args.precision, block_size=args.block_size,
+                    verify=not args.no_verify, tokenizer=False if args.no_tokenizer else args.tokenizer,
+                    progress=False if args.quiet else None, runtime=args.runtime,
+                    context_length=args.context_length)
+            finally:
+                _print_warnings(said, quiet=args.quiet)
+    except Terminated:
+        print("tonnx export-llm: terminated (SIGTERM): nothing written, the temporary folder "
+              "removed.", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except (SourceError, OutputFolderError) as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
         return _codes.USAGE
     except GreedyCheckError as e:
@@ -78,3 +104,66 @@ def run(args) -> int:
         if result.check is not None:
             print(result.check.line())
     return _codes.OK
+
+
+class Terminated(BaseException):
+    """SIGTERM during the export: raised where the process is, so that every ``with`` block
+    (the temporary folder's) is left as on an error. A BaseException: no ``except Exception``
+    on the way swallows it."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within: SIGTERM raises :class:`Terminated` (main thread only; restored on leaving)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _quiet(quiet: bool) -> Iterator[None]:
+    """``-q``: transformers' progress bars ("Loading weights") and messages are off within,
+    and the warnings logged by the libraries it imports while loading (torchao's "Failed to
+    load", torch's pytree notices); errors still show."""
+    if not quiet:
+        yield
+        return
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    disabled = logging.root.manager.disable
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(disabled)
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _print_warnings(said: list, *, quiet: bool) -> None:
+    """export-llm's warnings (no tokenizer) one line each, even with ``-q``; the libraries'
+    as Python shows them, unless ``-q``."""
+    import warnings
+
+    from .tokenizer_check import NoTokenizerWarning
+
+    for w in said:
+        if issubclass(w.category, NoTokenizerWarning):
+            print(f"tonnx export-llm: warning: {w.message}", file=sys.stderr)
+        elif not quiet:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)

@@ -14,6 +14,7 @@ from . import runtime as _runtime
 from .genai_config import context_length as config_context_length
 from .inputs import cache_geometry, check_cache_window
 from .source import in_memory, load_source
+from .tokenizer_check import check_genai_tokenizer, check_tokenizer_option
 
 MODEL_FILE = "model.onnx"
 
@@ -40,7 +41,7 @@ class _Phases:
 
 
 def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
-               block_size: int | None = None, verify: bool = True, tokenizer: str | None = None,
+               block_size: int | None = None, verify: bool = True, tokenizer: str | bool | None = None,
                progress: bool | None = False, runtime: str = "onnxruntime",
                context_length: int | None = None) -> LLMExport:
     """Exports a causal LM to a folder that ``onnxruntime_genai.Model(out)`` opens.
@@ -50,7 +51,8 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
       folder's weights are streamed from its safetensors files into ``model.onnx.data``
       (the model is built on ``meta``: no copy of the weights in memory during the export).
     - ``out``: the folder written: ``model.onnx`` and ``model.onnx.data``, ``genai_config.json``
-      and the tokenizer files. Written beside it, checked, then renamed: never a half folder.
+      and the tokenizer files. Written beside it, checked, then moved in; what else OUT
+      holds stays (folder.py). A symlink is written through; an empty path is refused.
     - ``precision``: ``"fp32"``, ``"fp16"``, ``"int8"`` or ``"int4"`` (``"bf16"`` is refused:
       onnxruntime's CPU EP lacks its kernels); see ``precision.py``. int8 and int4 quantize
       the linear layers to ``MatMulNBits`` while the weights are written.
@@ -58,7 +60,9 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     - ``verify``: before publishing, a greedy generation of 8 tokens in onnxruntime against
       transformers' ``generate(do_sample=False)`` (loads the folder's model once in memory;
       turn off for a model larger than memory). A mismatch raises ``GreedyCheckError``.
-    - ``tokenizer``: the folder to copy tokenizer files from (default: the source folder).
+    - ``tokenizer``: the folder to copy tokenizer files from (default: the source folder;
+      ``False``: none). The copied tokenizer must load in onnxruntime-genai and give back a
+      string it encodes (``TokenizerError`` otherwise); none found is a ``NoTokenizerWarning``.
     - ``progress``: show the phase on stderr (None: when stderr is a terminal).
     - ``runtime``: ``"onnxruntime"``, or ``"onnx"``: the portable graph, standard domain
       only at opset 23 (Attention, RMSNormalization, RotaryEmbedding); see ``runtime.py``.
@@ -72,17 +76,19 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     _runtime.check_runtime(runtime, precision)
     if context_length is not None and (not isinstance(context_length, int) or context_length < 2):
         raise tonnx.UnsupportedError(f"context_length={context_length!r}: give an int of 2 or more.")
+    tokenizer = check_tokenizer_option(tokenizer)
+    folders = [os.fspath(source) if isinstance(source, (str, os.PathLike)) else None, tokenizer or None]
     out = os.fspath(out)
-    _folder.check_output(out)
+    real = _folder.resolve_output(out, sources=folders)
     phases, seconds = _Phases(), {}
 
     def phase(name: str) -> None:
         phases.current = name
         seconds[name] = time.perf_counter()
 
-    with Progress(phases, enabled=progress), _folder.StagingFolder(out) as staging:
+    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging:
         phase("load")
-        src = load_source(source, precision=precision, tokenizer=tokenizer)
+        src = load_source(source, precision=precision, tokenizer=tokenizer or None)
         cache_geometry(src.config)  # a model without a key/value cache is refused first
         check_cache_window(src.model, src.config)
         context = context_length or config_context_length(src.config)
@@ -92,7 +98,9 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         _runtime.check_portable(runtime, onx)
         phase("config")
         _write_config(staging.path, onx, src, context)
-        _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
+        if tokenizer is not False:
+            copied = _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
+            check_genai_tokenizer(staging.path, copied, src.tokenizer_folder)
         check = None
         if verify:
             phase("verify")
@@ -160,11 +168,11 @@ def _verify(model_file: str, src: Any, spec: Any, plan: Any) -> Any:
     reference = src.reference()
     if plan is None:
         return check_greedy(model_file, reference, src.config.vocab_size, atol=spec.atol,
-                            relative=spec.relative)
+                            rtol=spec.rtol)
     from .quantized_reference import float_kernels, quantized_reference
 
     # int8 / int4: the reference holds the folder's weights, the graph computes in float32
     with float_kernels(model_file) as checked:
         return check_greedy(checked, quantized_reference(reference, plan), src.config.vocab_size,
-                            atol=spec.atol, relative=spec.relative,
+                            atol=spec.atol, rtol=spec.rtol,
                             against=f"transformers' generate() with the folder's int{plan.bits} weights")

@@ -87,7 +87,7 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
         )
     config = transformers.AutoConfig.from_pretrained(folder)
     _check_causal_lm(config, folder)
-    stored = _check_dtypes(weights, precision)
+    stored, files = _check_dtypes(weights, precision)
     with parameters_on_meta():
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
     model.eval()
@@ -99,6 +99,7 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
         model.set_experts_implementation("eager")
     stacked = stacked_tensors(model, stored)
     aliases = checkpoint_names(model, stored, set(stacked))
+    check_shapes(model, stored, files, aliases or {}, folder)
 
     def load():
         return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
@@ -214,25 +215,56 @@ def _check_causal_lm(config: Any, where: str) -> None:
         )
 
 
-def _check_dtypes(weights: list[str], precision: str) -> dict[str, tuple[int, ...]]:
-    """The checkpoint's tensor names and shapes (the first file holding each); refuses a
-    precision it cannot be read at."""
-    from safetensors import safe_open
-
+def _check_dtypes(weights: list[str], precision: str) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+    """The checkpoint's tensor names and shapes, and the file holding each (the first);
+    refuses a file safetensors cannot read, and a precision the tensors cannot be read at."""
     shapes: dict[str, tuple[int, ...]] = {}
+    files: dict[str, str] = {}
     for path in weights:
+        for key, shape, dtype in _header(path):
+            shapes.setdefault(key, shape)
+            files.setdefault(key, path)
+            if dtype not in _READS[precision]:
+                raise UnsupportedError(
+                    f"{os.path.basename(path)} stores {key!r} as {dtype}: export-llm "
+                    f"--precision {precision} reads {', '.join(sorted(_READS[precision]))} "
+                    f"tensors."
+                )
+    return shapes, files
+
+
+def _header(path: str) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, dtype) of each tensor of a safetensors file, or a :class:`SourceError`
+    naming it (safetensors checks that the header's tensors cover the file: a truncated
+    download is seen here)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
         with safe_open(path, framework="pt") as f:
-            for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
-                tensor = f.get_slice(key)
-                shapes.setdefault(key, tuple(tensor.get_shape()))
-                dtype = tensor.get_dtype()
-                if dtype not in _READS[precision]:
-                    raise UnsupportedError(
-                        f"{os.path.basename(path)} stores {key!r} as {dtype}: export-llm "
-                        f"--precision {precision} reads {', '.join(sorted(_READS[precision]))} "
-                        f"tensors."
-                    )
-    return shapes
+            return [(key, tuple(f.get_slice(key).get_shape()), f.get_slice(key).get_dtype())
+                    for key in f.keys()]  # noqa: SIM118 - safe_open is not a mapping
+    except (SafetensorError, OSError) as e:
+        raise SourceError(
+            f"{path!r} cannot be read as safetensors ({e}): the file is truncated or is not a "
+            f"safetensors file. Download or save the checkpoint again."
+        ) from e
+
+
+def check_shapes(model: Any, stored: dict[str, tuple[int, ...]], files: dict[str, str],
+                 aliases: dict[str, str], folder: str) -> None:
+    """Each model tensor read from the checkpoint has the shape config.json gives it, or a
+    :class:`SourceError` names the tensor, both shapes and the file."""
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        stored_name = aliases.get(name, name)
+        if tensor.device.type != "meta" or stored_name not in stored:
+            continue
+        if tuple(tensor.shape) != stored[stored_name]:
+            raise SourceError(
+                f"{folder!r}: config.json and the weights disagree: {stored_name!r} is "
+                f"{tuple(tensor.shape)} from config.json but {stored[stored_name]} in "
+                f"{os.path.basename(files[stored_name])}. Give the config.json saved with "
+                f"these weights."
+            )
 
 
 def _buffers_to_meta(model: Any, stored: Container[str]) -> None:

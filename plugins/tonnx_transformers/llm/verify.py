@@ -6,6 +6,16 @@ then one token per step, presents fed back as pasts) on the same tokens. Every s
 must agree within the tolerance and give the same token. A token that differs only because
 two logits tie within the tolerance is not a failure of the export, so the check compares
 logits first and names the step and the difference when they do not agree.
+
+The tolerance of a step is ``atol + rtol * max |logit|`` of transformers' step, the same for
+every logit. onnxruntime and torch add the same products in another order: their difference
+comes from the rounding of the layers' sums (then of the hidden state the head multiplies),
+so it scales with the magnitudes computed, not with each logit (a logit near 0 errs as much
+as the largest). A tolerance per element (``|a - b| <= atol + rtol * |b|``) refused correct
+folders of models with large logits (issue 31, item 15: 2.5e-4 on logits up to 23 with a
+fixed atol 1e-4). Measured, fp32 and int8/int4 against the folder's weights: the difference
+is at most 2e-5 of the step's largest logit (a 4-layer Llama, hidden 512, initializer_range
+0.2); a wrong graph differs by a good part of the logits.
 """
 
 from __future__ import annotations
@@ -36,12 +46,11 @@ class GreedyCheck:
 
 
 def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e-4,
-                 rtol: float = 1e-3, relative: bool = False,
-                 against: str = "transformers' generate()") -> GreedyCheck:
+                 rtol: float = 1e-4, against: str = "transformers' generate()") -> GreedyCheck:
     """Runs ``path`` in onnxruntime against ``reference`` (a transformers causal LM).
 
-    ``relative``: ``atol`` is a fraction of the largest |logit| of transformers' steps and
-    ``rtol`` is not used (a float16 model: its error scales with the logits).
+    Each step's logits must agree within ``atol + rtol * max |logit|`` (transformers'
+    step), and onnxruntime's token must be transformers' or tie with it within that bound.
     """
     import numpy as np
     import onnxruntime as ort
@@ -56,21 +65,22 @@ def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e
         )
     tokens = out.sequences[0, PROMPT:].tolist()
     want = [step[0].float().numpy() for step in out.logits]
-    if relative:
-        atol, rtol = atol * max(float(np.abs(w).max()) for w in want), 0.0
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     got = _run_steps(session, prompt.numpy(), tokens)
     worst = 0.0
     for step, (w, g) in enumerate(zip(want, got)):
+        scale = float(np.abs(w).max())
+        bound = atol + rtol * scale
         diff = float(np.abs(w - g).max())
         worst = max(worst, diff)
-        if not np.allclose(g, w, atol=atol, rtol=rtol):
+        if not diff <= bound:  # NaN fails too
             raise GreedyCheckError(
                 f"Step {step} of greedy generation: onnxruntime's logits differ from "
-                f"transformers' by {diff:.3g} (atol {atol:g}, rtol {rtol:g}); the folder is "
-                f"not written. Report it with the model's config.json."
+                f"transformers' by {diff:.3g}, more than {bound:.3g} (atol {atol:g} + rtol "
+                f"{rtol:g} x the largest |logit| {scale:.3g}); the folder is not written. "
+                f"Report it with the model's config.json."
             )
-        if int(g.argmax()) != tokens[step] and w[int(g.argmax())] < w[tokens[step]] - atol:
+        if int(g.argmax()) != tokens[step] and w[int(g.argmax())] < w[tokens[step]] - bound:
             raise GreedyCheckError(
                 f"Step {step}: onnxruntime picks token {int(g.argmax())}, transformers "
                 f"{tokens[step]}; the folder is not written."
