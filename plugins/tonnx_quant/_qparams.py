@@ -188,5 +188,5 @@ def dequantize_exact(g, x: str, scale: str, zero_point: str | None, out: int, ou
     elem = promoted(torch_dtype(elem), torch_dtype(g.get_type(scale)))
     y = g.op.Mul(cast(g, y, elem), cast(g, param(scale), elem))
     if elem != out:
-        return g.op.Cast(y, to=out, outputs=outputs)
+        return g.op.Cast(y, to=out, outputs=outputs) if outputs else g.op.Cast(y, to=out)
     return named(g, y, outputs[0]) if outputs else y
