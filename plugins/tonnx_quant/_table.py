@@ -15,7 +15,7 @@ FAMILIES = (
 )
 
 #: torchao's ops exist only once torchao is imported: converted when it is installed.
-TORCHAO_FAMILIES = ()
+TORCHAO_FAMILIES = ("torchao_affine",)
 
 
 def torchao_installed() -> bool:

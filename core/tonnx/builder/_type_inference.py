@@ -53,6 +53,8 @@ def infer_types(g, node) -> None:
         elem = g.get_type(node.inputs[1])
     elif op_type in _QUANTIZATION_OPS:
         elem = _quantization_type(g, node)
+    elif op_type in ("MatMulInteger", "ConvInteger"):
+        elem = TensorProto.INT32
     elif op_type == "Constant":  # from an inlined function body (onnxscript converters)
         elem = _constant_type(node.attributes)
         if elem is None:
