@@ -1,6 +1,7 @@
 """Benchmark: what writing the weights costs, against the floor of torch.export + f.write.
 
     python tests/bench/bench_weights.py                       # vgg16 and a ~1B Llama
+    python tests/bench/bench_weights.py --models linear24 --repeat 3   # issue 32's 400 MB model
     python tests/bench/bench_weights.py --models vgg16 --repeat 3
     python tests/bench/bench_weights.py --models llama1b --no-torch-onnx
 
@@ -12,6 +13,9 @@ own), in turns so that machine drift hits every mode alike:
 - ``tonnx``: ``tonnx.to_onnx(model, args, filename=...)`` (inline below 2 GB, external data
   above);
 - ``tonnx-mem``: ``tonnx.to_onnx(model, args)``, the ModelProto in memory (below 2 GB only);
+- ``tonnx+load``: ``tonnx`` then ``onnx.load_external_data_for_model`` on the proto it
+  returns (which references the file written): what a caller who wants the weights in the
+  proto pays (below 2 GB only);
 - ``torch.onnx``: ``torch.onnx.export(model, args, f, dynamo=True)``.
 
 Extra peak RSS = the process's peak resident memory during the call (VmHWM, reset through
@@ -49,6 +53,9 @@ def build(name: str, dtype: str = "float32"):
     import torch
 
     torch.manual_seed(0)
+    if name == "linear24":  # issue 32: 24 Linear(2048, 2048), 403 MB of float32 weights
+        layers = [torch.nn.Linear(2048, 2048) for _ in range(24)]
+        return torch.nn.Sequential(*layers).eval(), (torch.rand(2, 2048),)
     if name == "vgg16":
         from tests.models.vision_nets import vgg16
 
@@ -132,6 +139,11 @@ def worker(mode: str, name: str, folder: str) -> dict:
         tonnx.to_onnx(model, args, filename=path)
     elif mode == "tonnx-mem":
         tonnx.to_onnx(model, args)
+    elif mode == "tonnx+load":
+        import onnx
+
+        onx = tonnx.to_onnx(model, args, filename=path)
+        onnx.load_external_data_for_model(onx, folder)
     elif mode == "torch.onnx":
         torch.onnx.export(model, args, path, dynamo=True, external_data=weights > 2**31 - 2**26)
     elapsed = time.perf_counter() - begin
@@ -165,8 +177,8 @@ def main() -> None:
         return
     for name in ns.models.split(","):
         modes = ["floor", "tonnx"]
-        if name == "vgg16":
-            modes.append("tonnx-mem")
+        if name in ("vgg16", "linear24"):
+            modes += ["tonnx-mem", "tonnx+load"]
         if not ns.no_torch_onnx:
             modes.append("torch.onnx")
         results: dict[str, list[dict]] = {m: [] for m in modes}
@@ -182,17 +194,20 @@ def _print(name: str, results: dict[str, list[dict]]) -> None:
     ok = {m: [r for r in rs if "error" not in r] for m, rs in results.items()}
     floor = statistics.median(r["seconds"] for r in ok["floor"]) if ok["floor"] else None
     weights = next((r["weights"] for rs in ok.values() for r in rs), 0)
-    print(f"\n{name}: weights {weights / 2**20:.0f} MiB")
-    print("| call | time (s) | time / floor | extra peak RSS (MiB) | extra peak / weights |")
-    print("|---|---|---|---|---|")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{name}: weights {weights / 2**20:.0f} MiB (load average now {load})")
+    print("| call | time (s), median | min-max | time / floor | extra peak RSS (MiB) | extra peak / weights |")
+    print("|---|---|---|---|---|---|")
     for mode, rs in results.items():
         if not ok[mode]:
-            print(f"| {mode} | {rs[0].get('error')} | | | |")
+            print(f"| {mode} | {rs[0].get('error')} | | | | |")
             continue
-        sec = statistics.median(r["seconds"] for r in ok[mode])
+        secs = [r["seconds"] for r in ok[mode]]
+        sec = statistics.median(secs)
         peak = statistics.median(r["extra_peak"] for r in ok[mode])
         ratio = f"{sec / floor:.2f}x" if floor else "?"
-        print(f"| {mode} | {sec:.2f} | {ratio} | {peak / 2**20:.0f} | {peak / weights:.2f}x |")
+        print(f"| {mode} | {sec:.2f} | {min(secs):.2f}-{max(secs):.2f} | {ratio} | "
+              f"{peak / 2**20:.0f} | {peak / weights:.2f}x |")
     sys.stdout.flush()
 
 
