@@ -282,6 +282,35 @@ def test_group_norm(case, data, dtype, affine, opset, seed, native):
 
 @given(
     case=channel_inputs(min_rank=3),
+    data=st.data(),
+    offset=st.sampled_from([0.0, 100.0]),
+    opset=st.sampled_from([18, 20, 21, 26]),
+    dynamic=st.booleans(),
+    seed=seeds,
+)
+def test_group_norm_runs_as_instance_normalization(case, data, offset, opset, dynamic, seed):
+    """float32 group norm is InstanceNormalization over (N, groups, -1) at every opset (not
+    GroupNormalization-21, which onnxruntime expands from its function body); a large mean
+    checks that the variance is not taken as E[x^2] - E[x]^2."""
+    shape, channels = case
+    groups = data.draw(st.sampled_from([d for d in range(1, channels + 1) if channels % d == 0]))
+    if channels // groups * torch.Size(shape[2:]).numel() == 1:
+        shape = (*shape, 2)
+    if dynamic:
+        shape = (max(2, shape[0]), *shape[1:])  # torch.export specializes a batch of 1
+    model = torch.nn.GroupNorm(groups, channels).eval()
+    with torch.no_grad():
+        model.weight.copy_(make(seed + 1, (channels,)))
+        model.bias.copy_(make(seed + 2, (channels,)))
+    x = make(seed, shape, low=offset - 3, high=offset + 3)
+    dynamic_shapes = ({0: "batch"},) if dynamic else None
+    onx = check_model(model, (x,), target_opset=opset, dynamic_shapes=dynamic_shapes, atol=1e-4, rtol=1e-4)
+    ops = [n.op_type for n in onx.graph.node]
+    assert ops.count("InstanceNormalization") == 1 and "ReduceMean" not in ops, ops
+
+
+@given(
+    case=channel_inputs(min_rank=3),
     dtype=st.sampled_from(FLOATS),
     affine=st.booleans(),
     running=st.booleans(),
