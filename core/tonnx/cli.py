@@ -2,7 +2,8 @@
 ``--version``.
 
 Every command ends in an exit code of ``tonnx.tools.cli._codes`` (docs/cli.md), never in a
-traceback for what the user can fix: a tonnx error is printed as one message with its fix.
+traceback for what the user can fix: a tonnx error is printed as one message with its fix,
+Ctrl-C as one line (exit 130), for every command, the packs' (``export-llm``) included.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `tonnx --version | head -2`: the reader had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return _codes.OK
+    except KeyboardInterrupt:  # Ctrl-C: the writers' temporaries went on the way up
+        print(f"{command}: interrupted", file=sys.stderr)
+        return _codes.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from tonnx.tools._expected import expected_outputs, mutation_outputs
+from tonnx.tools._expected import to_numpy as _to_numpy
 from tonnx.tools._coverage import assert_follows_schema, assert_pack_covered, covered_keys, pack_converters
 from tonnx.authoring._reference import ExtendedReferenceEvaluator, reference_kernels
 from tonnx.authoring._strategies import (
@@ -110,22 +112,6 @@ def run_onnxruntime(model, feeds: Sequence[Any], session_options=None) -> list[n
     return session.run(None, dict(zip(names, arrays)))
 
 
-def _to_numpy(t) -> np.ndarray:
-    from tonnx.builder._constants import as_numpy
-    from tonnx.pipeline.interpret._complex import pairs
-
-    array = as_numpy(pairs(t))  # a complex tensor is fed and returned as its pairs [..., 2]
-    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
-    return array if array.flags.c_contiguous else array.copy(order="C")
-
-
-def _flat_tensors(value) -> list:
-    import torch
-
-    leaves = torch.utils._pytree.tree_leaves(value)
-    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
-
-
 def assert_close(expected, got: np.ndarray, *, atol: float, rtol: float, what: str = "") -> None:
     """Compares a torch tensor with an onnxruntime array: dtype, shape, then values."""
     want = _to_numpy(expected)
@@ -184,8 +170,6 @@ def check_model(
         run = run_reference
     else:
         raise ValueError(f"runtime={runtime!r}: use 'onnxruntime' or 'reference'")
-    import torch
-
     from tonnx.pipeline._program import convert, export_program
 
     kwargs = dict(kwargs or {})
@@ -197,62 +181,15 @@ def check_model(
     if missing:
         raise AssertionError(f"{sorted(missing)} not in the exported program: {sorted(op_keys(ep))}")
     onx = convert(ep, **to_onnx_kwargs)
-    mutations = _mutation_outputs(onx)
+    mutations = mutation_outputs(onx)
     for inputs in (args, *other_inputs):
-        if mutations:
-            expected, feeds = _run_mutating(model, inputs, kwargs, mutations)
-        else:
-            with torch.no_grad():
-                expected = _flat_tensors(model(*inputs, **kwargs))
-            feeds = _flat_tensors((inputs, kwargs))
+        expected, feeds = expected_outputs(model, inputs, kwargs, mutations)
         got = run(onx, feeds)
         if len(got) != len(expected):
             raise AssertionError(f"torch gives {len(expected)} outputs, onnx {len(got)}")
         for i, (e, o) in enumerate(zip(expected, got)):
             assert_close(e, o, atol=atol, rtol=rtol, what=f"output {i}: ")
     return onx
-
-
-def _mutation_outputs(onx) -> list[tuple[str, Any]]:
-    """(kind, what) for each output after the model's own: the new value of a buffer or
-    parameter (its state_dict name) or of a user input (its flat position) forward writes."""
-    import json
-
-    meta = {p.key: p.value for p in onx.metadata_props}
-    signature = json.loads(meta.get("pkg.tonnx.graph_signature", '{"inputs": [], "outputs": []}'))
-    user_inputs = [i["fx"] for i in signature["inputs"] if i["kind"] == "USER_INPUT"]
-    found = []
-    for entry in signature["outputs"]:
-        kind = entry["kind"]
-        if kind == "USER_INPUT_MUTATION":
-            found.append((kind, user_inputs.index(entry["target"])))
-        elif kind != "USER_OUTPUT":
-            found.append((kind, entry["target"]))
-    return found
-
-
-def _run_mutating(model, inputs, kwargs, mutations) -> tuple[list, list]:
-    """(expected outputs, onnx feeds) of a model that writes to its inputs or state: run on
-    copies of the inputs; its state is restored after the run, as the ONNX model always
-    starts from the state it was exported with."""
-    import torch
-
-    inputs, kwargs = torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, (tuple(inputs), kwargs))
-    feeds = [t.clone() for t in _flat_tensors((inputs, kwargs))]
-    tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
-    state = {what: tensors[what] for kind, what in mutations if kind != "USER_INPUT_MUTATION"}
-    saved = {what: t.detach().clone() for what, t in state.items()}
-    try:
-        with torch.no_grad():
-            expected = _flat_tensors(model(*inputs, **kwargs))
-            flat = _flat_tensors((inputs, kwargs))
-            for kind, what in mutations:
-                expected.append((flat[what] if kind == "USER_INPUT_MUTATION" else state[what]).detach().clone())
-    finally:
-        with torch.no_grad():
-            for what, t in state.items():
-                t.copy_(saved[what])
-    return expected, feeds
 
 
 def check_op(

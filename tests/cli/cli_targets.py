@@ -96,3 +96,37 @@ class Angle(torch.nn.Module):
 def needs_fallback():
     """An op only the onnxscript fallback pack converts (aten::angle)."""
     return Angle(), (torch.randn(3, 4),)
+
+
+class Counter(torch.nn.Module):
+    """docs/user-guide.md's model that updates a buffer: its ONNX model has count.updated."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+
+    def forward(self, x):
+        self.count += 1
+        return x * self.count
+
+
+def counter():
+    return Counter(), (torch.rand(2, 3),)
+
+
+def terminated():
+    """(model, args) whose export gets SIGTERM once the model's temporary file is written:
+    the writer is wrapped here, in the user's code, to time the signal."""
+    import signal
+
+    from tonnx.pipeline.write import _file_writer
+
+    original = _file_writer.write_inline
+
+    def write_then_signal(*args, **kwargs):
+        written = original(*args, **kwargs)
+        signal.raise_signal(signal.SIGTERM)
+        return written
+
+    _file_writer.write_inline = write_then_signal
+    return mlp()

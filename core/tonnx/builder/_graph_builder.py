@@ -15,7 +15,6 @@ from tonnx.builder._shortcut import OpShortcut
 #: Shape of a result: ints for static dimensions, strings for symbolic ones.
 Shape = tuple  # tuple[int | str, ...]
 
-SUPPORTED_OPSETS = range(18, 24)
 
 
 class GraphBuilder:

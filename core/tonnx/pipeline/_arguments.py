@@ -7,11 +7,7 @@ import os
 
 from tonnx._errors import OutputFileError, TonnxError
 
-#: torch.onnx.export's default opset, so a model exported by either has the same ops.
-DEFAULT_OPSET = 20
-#: The newest main-domain opset: onnxruntime 1.31.1 (the oldest runtime tonnx targets)
-#: refuses a model importing opset 27 or later; 1.32 runs 24 to 26 too.
-MAX_OPSET = 26
+from tonnx._opsets import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, SUPPORTED_OPSETS  # noqa: F401
 
 
 def opsets(target_opset) -> dict[str, int]:
@@ -28,8 +24,8 @@ def opsets(target_opset) -> dict[str, int]:
     bad = {d: v for d, v in opsets.items() if type(v) is not int or not isinstance(d, str)}
     if bad:
         raise TonnxError(f"target_opset: versions must be ints keyed by domain name, got {bad}.")
-    if not 18 <= main_opset <= MAX_OPSET:
-        raise TonnxError(f"target_opset={main_opset} is not supported; choose 18 to {MAX_OPSET}.")
+    if main_opset not in SUPPORTED_OPSETS:
+        raise TonnxError(f"target_opset={main_opset} is not supported; choose {MIN_OPSET} to {MAX_OPSET}.")
     return opsets
 
 

@@ -13,6 +13,8 @@ MISSING_CONVERTERS = 3
 EXPORT_FAILED = 4
 #: --verify: onnxruntime's results differ from torch's beyond the tolerance
 VERIFY_FAILED = 5
+#: interrupted (Ctrl-C, SIGINT): 128 + 2, what a shell reports for a process SIGINT ended
+INTERRUPTED = 130
 
 
 def of_error(error: BaseException) -> int:

@@ -32,7 +32,7 @@ def run(args) -> int:
         print(f"{name}: exported in {elapsed * 1000:.0f} ms to {os.path.abspath(path)} "
               f"({len(onx.graph.node)} nodes, {sum(p.numel() for p in model.parameters()):,} parameters)")
         for feeds in (inputs, *others):
-            checks = verify(path, model, feeds, {}, atol=1e-4, rtol=1e-4)
+            checks = verify(path, onx, model, feeds, {}, atol=1e-4, rtol=1e-4)
             shapes = ", ".join(str(list(t.shape)) for t in feeds)
             worst = max(c.max_abs_diff for c in checks)
             good = all(c.ok for c in checks)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import sys
 
-from tonnx.pipeline._arguments import DEFAULT_OPSET
+from tonnx._opsets import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, SUPPORTED_OPSETS
 from tonnx.tools.cli import _codes
 
 #: Python spellings -> the prefix of the ATen op's name (torch.special.i1e -> aten::special_i1e)
@@ -28,8 +28,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="show the converters of an op and the winner")
     p.add_argument("op", help="e.g. aten::add.Tensor, aten.relu.default, torch.add, "
                               "scaled_dot_product_attention")
-    p.add_argument("--opset", type=int, default=DEFAULT_OPSET, choices=range(18, 24), metavar="N",
-                   help=f"main-domain opset, 18 to 26 (default {DEFAULT_OPSET}), as for export")
+    p.add_argument("--opset", type=int, default=DEFAULT_OPSET, choices=SUPPORTED_OPSETS, metavar="N",
+                   help=f"main-domain opset, {MIN_OPSET} to {MAX_OPSET} (default {DEFAULT_OPSET}), as for export")
     p.add_argument("--target-runtime", action="append", default=[], metavar="RUNTIME=VERSION",
                    help="the runtime that will run the model, e.g. onnxruntime=1.31.1, for packs "
                         "whose converters depend on it (default: their own, e.g. the installed one)")

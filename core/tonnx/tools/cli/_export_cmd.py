@@ -7,7 +7,7 @@ import os
 import sys
 import traceback
 
-from tonnx.pipeline._arguments import DEFAULT_OPSET
+from tonnx._opsets import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, SUPPORTED_OPSETS
 from tonnx.tools.cli import _codes, _target
 
 EPILOG = f"""\
@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("target", metavar="MODULE_OR_FILE:CALLABLE")
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
-    p.add_argument("--opset", type=int, default=DEFAULT_OPSET, choices=range(18, 24),
-                   metavar="N", help=f"main-domain opset, 18 to 26 (default {DEFAULT_OPSET})")
+    p.add_argument("--opset", type=int, default=DEFAULT_OPSET, choices=SUPPORTED_OPSETS,
+                   metavar="N", help=f"main-domain opset, {MIN_OPSET} to {MAX_OPSET} (default {DEFAULT_OPSET})")
     p.add_argument("--dynamic", action="append", default=[], metavar="NAME=AXIS[:DIM]",
                    help="make an axis of forward's argument NAME dynamic, named DIM "
                         "(e.g. x=0:batch, ids=0:batch,1:seq); repeatable")
@@ -130,7 +130,7 @@ def _summary(output: str, onx, record) -> str:
 def _verify(args, target, onx) -> int:
     from tonnx.tools.cli._verify import verify
 
-    checks = verify(args.output, target.model, target.args, target.kwargs, atol=args.atol, rtol=args.rtol)
+    checks = verify(args.output, onx, target.model, target.args, target.kwargs, atol=args.atol, rtol=args.rtol)
     ok = all(c.ok for c in checks)
     print(f"verify (onnxruntime vs torch, atol={args.atol:g}, rtol={args.rtol:g}): "
           f"{'ok' if ok else 'FAILED'}")

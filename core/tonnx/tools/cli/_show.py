@@ -17,6 +17,27 @@ def add_show_parser(sub) -> None:
     p.set_defaults(run=run_show)
 
 
+class NotAnOnnxModelError(Exception):
+    """The file parses as protobuf but holds no ONNX model (an empty file, a text file)."""
+
+
+def load_model(path: str):
+    """The ``onnx.ModelProto`` in ``path`` (external data not loaded). Protobuf reads an
+    empty file, or bytes that happen to be valid fields, as an empty message: a model
+    without an IR version and a graph is refused, not shown as an empty model."""
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    if model.ir_version < 1 or not model.HasField("graph"):
+        what = ("an empty file" if os.path.getsize(path) == 0
+                else "no graph" if model.ir_version >= 1 else "no IR version")
+        raise NotAnOnnxModelError(
+            f"{path!r} is not an ONNX model ({what}): give a file written by onnx.save, "
+            f"tonnx export or tonnx.to_onnx(..., filename=...)."
+        )
+    return model
+
+
 def run_show(args) -> int:
     from tonnx.tools._pretty import pretty
 
@@ -24,7 +45,10 @@ def run_show(args) -> int:
         print(f"tonnx show: {args.model!r} is not a file.", file=sys.stderr)
         return _codes.USAGE
     try:
-        text = pretty(args.model, max_nodes=args.max_nodes)
+        text = pretty(load_model(args.model), max_nodes=args.max_nodes)
+    except NotAnOnnxModelError as e:
+        print(f"tonnx show: {type(e).__name__}: {e}", file=sys.stderr)
+        return _codes.USAGE
     except Exception as e:  # not an ONNX file: say so, no traceback
         print(f"tonnx show: cannot read {args.model!r} as ONNX: {type(e).__name__}: {e}",
               file=sys.stderr)

@@ -22,21 +22,23 @@ class OutputCheck:
                 f"max abs diff {self.max_abs_diff:.3g} ({status})")
 
 
-def verify(path: str, model, args: tuple, kwargs: dict, *, atol: float, rtol: float) -> list[OutputCheck]:
-    """One check per output: onnxruntime on the model file, example inputs, against torch."""
+def verify(path: str, onx, model, args: tuple, kwargs: dict, *, atol: float, rtol: float) -> list[OutputCheck]:
+    """One check per output of the model file ``path`` (``onx`` its proto), run in
+    onnxruntime on the example inputs, against what ``tonnx.testing.check_model`` compares
+    (torch's outputs, then the new value of each buffer or input forward writes to)."""
     import onnxruntime
-    import torch
 
-    with torch.no_grad():
-        expected = _flat_tensors(model(*args, **kwargs))
+    from tonnx.tools._expected import expected_outputs, mutation_outputs, to_numpy
+
+    expected, feeds = expected_outputs(model, tuple(args), dict(kwargs), mutation_outputs(onx))
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-    feeds = [_to_numpy(t) for t in _flat_tensors((args, kwargs))]
+    feeds = [to_numpy(t) for t in feeds]
     got = session.run(None, {i.name: f for i, f in zip(session.get_inputs(), feeds)})
     names = [o.name for o in session.get_outputs()]
     if len(got) != len(expected):
         return [OutputCheck("outputs", (), "", float("inf"), False,
                             f"torch gives {len(expected)} outputs, onnxruntime {len(got)}")]
-    return [_compare(n, _to_numpy(e), o, atol, rtol) for n, e, o in zip(names, expected, got)]
+    return [_compare(n, to_numpy(e), o, atol, rtol) for n, e, o in zip(names, expected, got)]
 
 
 def _compare(name: str, want: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> OutputCheck:
@@ -51,16 +53,3 @@ def _compare(name: str, want: np.ndarray, got: np.ndarray, atol: float, rtol: fl
     diff = np.where(np.isnan(diff), np.inf, diff)
     ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(w))))
     return OutputCheck(name, got.shape, str(got.dtype), float(diff.max()), ok)
-
-
-def _flat_tensors(value) -> list:
-    import torch
-
-    return [t for t in torch.utils._pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
-def _to_numpy(tensor) -> np.ndarray:
-    from tonnx.builder._constants import as_numpy
-
-    array = as_numpy(tensor.detach().cpu())
-    return array if array.flags.c_contiguous else array.copy(order="C")
