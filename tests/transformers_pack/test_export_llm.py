@@ -120,19 +120,22 @@ def test_a_bad_source_exits_2(tmp_path, capsys):
     assert os.listdir(tmp_path) == []
 
 
-def test_a_previous_export_is_replaced_whole(tmp_path):
-    from tonnx_transformers.llm.folder import StagingFolder, check_output
+def test_a_previous_export_is_replaced_and_the_rest_kept(tmp_path):
+    """The earlier export's files are replaced when the new ones are published, not before;
+    a file of a name export-llm writes that this export did not write goes; the others stay."""
+    from tonnx_transformers.llm.folder import StagingFolder, resolve_output
 
     out = tmp_path / "out"
     out.mkdir()
     (out / "genai_config.json").write_text("{}")
-    (out / "old.bin").write_text("old")
-    check_output(str(out))  # a previous export's folder: accepted
-    with StagingFolder(str(out)) as staging:
+    (out / "vocab.json").write_text("{}")
+    (out / "old.bin").write_text("mine")
+    real = resolve_output(str(out))  # an earlier export's folder: accepted
+    with StagingFolder(real) as staging:
         (tmp_path / staging.path / "genai_config.json").write_text('{"new": 1}')
-        assert sorted(os.listdir(out)) == ["genai_config.json", "old.bin"]  # untouched until published
+        assert sorted(os.listdir(out)) == ["genai_config.json", "old.bin", "vocab.json"]  # untouched until published
         staging.publish()
-    assert sorted(os.listdir(out)) == ["genai_config.json"]
+    assert sorted(os.listdir(out)) == ["genai_config.json", "old.bin"]
     assert (out / "genai_config.json").read_text() == '{"new": 1}'
     assert os.listdir(tmp_path) == ["out"]
 
