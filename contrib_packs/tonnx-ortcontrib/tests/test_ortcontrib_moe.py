@@ -15,7 +15,7 @@ import pytest
 import torch
 import transformers
 from hypothesis import given
-from tonnx_ortcontrib import moe
+from tonnx_ortcontrib import _target, moe
 
 import tonnx
 from tests.bench.bench_export import LogitsOnly
@@ -77,6 +77,36 @@ def test_softmax_topk_moe(call):
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
+class InPlace(torch.nn.Module):
+    """The op where onnxruntime may run MoE in place over its tokens (``MayInplace(0, 0)``):
+    the tokens are computed and read by nothing after MoE, whose output an Add reads. torch
+    2.13's static-shape graph of transformers' blocks has this arrangement; onnxruntime
+    1.31.1's MoE then returned zeros with ``normalize_routing_weights=0``."""
+
+    def __init__(self, op: torch.nn.Module):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x, *rest):
+        return self.op(x * 2.0, *rest) + x
+
+
+#: the installed onnxruntime's form, and the oldest supported one's (which newer ones run)
+TARGETS = [None, {"onnxruntime": "1.31.1"}]
+
+
+@given(calls(), st.sampled_from(TARGETS))
+def test_softmax_topk_moe_run_in_place_matches_torch(call, target):
+    module, inputs = call
+    dispatcher = tonnx.Dispatcher(target_runtime=target) if target else None
+    onx = check_model(InPlace(module), inputs, expect_ops=[moe.KEY], dispatcher=dispatcher)
+    normalized = [{a.name: a.i for a in n.attribute}["normalize_routing_weights"] for n in _moe_nodes(onx)]
+    resolved = _target.resolve(target or {})
+    assert normalized == [int(module.args[1] or not resolved.unnormalized_moe)]
+    needed = "1.32.0" if normalized == [0] else "1.31.1"
+    assert {p.key: p.value for p in onx.metadata_props}["pkg.tonnx.min_onnxruntime"] == needed
+
+
 class RoutedOp(torch.nn.Module):
     def __init__(self, gate_up, down, concatenated):
         super().__init__()
@@ -113,6 +143,22 @@ def test_routed_moe(data):
     with torch.no_grad():
         want = module(*inputs).numpy()
     np.testing.assert_allclose(run_reference(onx, [t.numpy() for t in inputs])[0], want, atol=1e-5, rtol=1e-4)
+
+
+@given(st.data(), st.sampled_from(TARGETS))
+def test_routed_moe_run_in_place_matches_torch(data, target):
+    draw = data.draw
+    tokens, hidden, experts = draw(st.integers(2, 9)), draw(st.sampled_from([8, 16])), draw(st.integers(2, 6))
+    top_k = draw(st.integers(1, experts))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    module = RoutedOp(torch.randn(experts, 16, hidden, generator=gen) / hidden**0.5,
+                      torch.randn(experts, hidden, 8, generator=gen) / 8**0.5, draw(st.booleans()))  # fmt: skip
+    indices = torch.stack([torch.randperm(experts, generator=gen)[:top_k] for _ in range(tokens)])
+    inputs = (torch.randn(tokens, hidden, generator=gen), indices, torch.rand(tokens, top_k, generator=gen))
+    dispatcher = tonnx.Dispatcher(target_runtime=target) if target else None
+    onx = check_model(InPlace(module), inputs, expect_ops=[moe.ROUTED_KEY], dispatcher=dispatcher)
+    normalized = [{a.name: a.i for a in n.attribute}["normalize_routing_weights"] for n in _moe_nodes(onx)]
+    assert normalized == [int(not _target.resolve(target or {}).unnormalized_moe)]
 
 
 # -- whole models ----------------------------------------------------------------------------
@@ -180,10 +226,11 @@ def test_models_with_one_moe_node_per_layer(name, overrides):
     onx, ids, want = _export_and_check(model)
     nodes = _moe_nodes(onx)
     normalize = {a.name: a.i for a in nodes[0].attribute}["normalize_routing_weights"]
+    renormalized = not _target.resolve({}).unnormalized_moe  # before onnxruntime 1.32: always
     if name.startswith("deepseek"):  # layer 0 dense; its own router, the op's given weights
-        assert len(nodes) == 1 and normalize == 0
+        assert len(nodes) == 1 and normalize == int(renormalized)
     else:  # the router is the op's
-        assert len(nodes) == 2 and normalize == int(getattr(model.config, "norm_topk_prob", True))
+        assert len(nodes) == 2 and normalize == int(getattr(model.config, "norm_topk_prob", True) or renormalized)
         assert "TopK" not in {n.op_type for n in onx.graph.node}
     np.testing.assert_allclose(run_reference(onx, [ids.numpy()])[0], want, atol=1e-4, rtol=1e-4)
 

@@ -9,8 +9,10 @@ and the newest (1.32.0): the tests that name a target hold on both.
 
 from __future__ import annotations
 
+import numpy as np
 import onnxruntime as ort
 import pytest
+import torch
 from tonnx_ortcontrib import _target
 
 import tonnx
@@ -75,15 +77,44 @@ def test_a_named_target_gives_its_form_which_runs_on_the_installed_onnxruntime()
     ],  # fmt: skip
 )
 def test_moe_models_for_the_oldest_target_match_torch_on_the_installed_onnxruntime(name, overrides):
-    """The blocks whose routing weights are not renormalized by the op (normalize_routing_weights=0):
-    exported for 1.31.1, run on the installed onnxruntime (1.31.1 or 1.32.0), equal to torch."""
+    """The blocks whose routing weights are not renormalized: exported for 1.31.1, MoE
+    renormalizes and the sum multiplies back (1.31.1's unnormalized MoE may return zeros);
+    run on the installed onnxruntime (1.31.1 or 1.32.0), equal to torch."""
     from test_ortcontrib_moe import _export_and_check, _model, _moe_nodes
 
     model = _model(name, **overrides)
     onx, _, _ = _export_and_check(model, tonnx.Dispatcher(target_runtime={"onnxruntime": "1.31.1"}))
     nodes = _moe_nodes(onx)
-    assert nodes and all({a.name: a.i for a in n.attribute}["normalize_routing_weights"] == 0 for n in nodes)
+    assert nodes and all({a.name: a.i for a in n.attribute}["normalize_routing_weights"] == 1 for n in nodes)
     assert _metadata(onx)[MIN_KEY] == "1.31.1"
+
+
+class MaskedLogits(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+
+
+@pytest.mark.parametrize("name", ["qwen3_moe", "deepseek_v3"])
+def test_moe_models_with_static_shapes_match_torch_on_the_installed_onnxruntime(name):
+    """Issue 31: torch 2.13 exports these blocks (unnormalized weights) with static shapes so
+    that onnxruntime runs MoE in place over its tokens, where 1.31.1's MoE returned zeros
+    (0.028 and 0.084 from torch in the logits). The installed onnxruntime's form is exact."""
+    from test_ortcontrib_moe import _model, _moe_nodes
+
+    wrapped = MaskedLogits(_model(name))
+    ids = torch.randint(3, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+    inputs = (ids, torch.ones(2, 16, dtype=torch.int64))
+    onx = tonnx.to_onnx(wrapped, inputs)
+    assert _moe_nodes(onx)
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        want = wrapped(*inputs).numpy()
+    got = session.run(None, {"input_ids": inputs[0].numpy(), "attention_mask": inputs[1].numpy()})[0]
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
 
 
 def test_a_named_newer_target_records_what_it_needs():

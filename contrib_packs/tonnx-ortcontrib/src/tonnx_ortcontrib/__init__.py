@@ -15,7 +15,8 @@ The graph is for one onnxruntime version (:mod:`._target`): the one an export na
 (``Dispatcher(target_runtime={"onnxruntime": "1.31.1"})``: export here, run elsewhere),
 else the installed one, else (none installed) 1.31.1, the oldest supported. Each fused op
 takes the form exact on that version or the block keeps the standard graph (before 1.32:
-attention with a KV cache); ``tonnx explain`` says which. The model records the oldest
+attention with a KV cache keeps it, and MoE always renormalizes its weights, the sum
+multiplied back: 1.31's unnormalized MoE may return zeros); ``tonnx explain`` says which. The model records the oldest
 onnxruntime its com.microsoft nodes need as ``pkg.tonnx.min_onnxruntime``.
 
 Measured and left out (bench/bench_fused_ops.py): ``SkipSimplifiedLayerNormalization``

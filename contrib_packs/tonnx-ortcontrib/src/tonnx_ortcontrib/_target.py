@@ -11,8 +11,14 @@ every supported version runs. What changed between the versions, for the ops use
   17-input node when the session opens, and without that input allows several new tokens
   after a cache only for a batch of one. Before 1.32 attention with a cache keeps the
   standard graph; attention without a cache is the same op on both.
-- ``MoE``, ``RotaryEmbedding``: the forms emitted here compute the same on 1.31.1 and
-  1.32.0 (renormalized or not, biases, clamped SwiGLU, routed weights).
+- ``MoE``: registered ``MayInplace(0, 0)``, so onnxruntime may give its output the buffer of
+  its input when nothing reads the input afterwards (a static-shape graph where the tokens
+  are a Reshape of the norm's output, as torch 2.13 exports transformers' blocks). 1.31.1's
+  kernel then returns zeros with ``normalize_routing_weights=0`` (it clears the output
+  before reading the tokens); with ``normalize_routing_weights=1`` it is exact, and 1.32.0
+  is exact with both (measured on a 4-node graph, tests/test_ortcontrib_moe.py). Before
+  1.32 the pack emits the renormalized op times the top-k weights' sum.
+- ``RotaryEmbedding``: the forms emitted here compute the same on 1.31.1 and 1.32.0.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from tonnx import TonnxError
 OLDEST = (1, 31, 1)
 #: GroupQueryAttention's ``query_seqlens`` input (a KV-cache step of several tokens)
 QUERY_SEQLENS = (1, 32, 0)
+#: MoE exact with ``normalize_routing_weights=0`` when run in place over its input
+UNNORMALIZED_MOE = (1, 32, 0)
 #: onnxruntime's distributions on PyPI (one module, ``onnxruntime``)
 _DISTRIBUTIONS = (
     "onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn",
@@ -68,6 +76,11 @@ class Target:
         """GroupQueryAttention after a KV cache (its ``query_seqlens`` input)."""
         return self.version >= QUERY_SEQLENS
 
+    @property
+    def unnormalized_moe(self) -> bool:
+        """MoE with ``normalize_routing_weights=0`` exact wherever onnxruntime places its output."""
+        return self.version >= UNNORMALIZED_MOE
+
     def __str__(self) -> str:
         return f"onnxruntime {text(self.version)} ({self.source})"
 
@@ -99,4 +112,6 @@ def requirements(nodes: list) -> dict[str, str]:
     for node in nodes:
         if node.op_type == "GroupQueryAttention" and len(node.inputs) > 16 and node.inputs[16]:
             needed = max(needed, QUERY_SEQLENS)
+        if node.op_type == "MoE" and not node.attributes.get("normalize_routing_weights", 0):
+            needed = max(needed, UNNORMALIZED_MOE)
     return {"onnxruntime": text(needed)}

@@ -347,6 +347,24 @@ def convert(
     return out
 
 
+# tonnx_ortcontrib::softmax_topk_moe, for onnxruntime before 1.32
+def convert_renormalized(
+    g, sts, outputs, x, router_logits, gate_up, down, top_k, normalize, concatenated,
+    transposed=False, gate_up_bias=None, down_bias=None, alpha=1.0, beta=0.0, limit=None,
+):  # fmt: skip
+    "softmax_topk_moe(Tensor x, Tensor router_logits, Tensor gate_up, Tensor down, int top_k, bool normalize, bool concatenated, bool transposed=False, Tensor? gate_up_bias=None, Tensor? down_bias=None, float alpha=1., float beta=0., float? limit=None) -> Tensor"
+    # onnxruntime 1.31's MoE returns zeros with normalize_routing_weights=0 when it runs in
+    # place over its input (_target.py): the renormalized op, times the top-k weights' sum
+    layout = (concatenated, transposed, gate_up_bias, down_bias, alpha, beta, limit)
+    if normalize:
+        return convert(g, sts, outputs, x, router_logits, gate_up, down, top_k, True, *layout)
+    moe = convert(g, sts, 1, x, router_logits, gate_up, down, top_k, True, *layout)
+    probs = g.op.Softmax(router_logits, axis=-1)
+    largest, _ = g.op.TopK(probs, np.array([top_k], dtype=np.int64), axis=-1, outputs=2)
+    total = g.op.ReduceSum(largest, np.array([-1], dtype=np.int64), keepdims=1)
+    return g.op.Mul(moe, total, outputs=outputs)
+
+
 #: the smallest normal float32: log() of a weight clamped to it is finite
 _TINY = np.finfo(np.float32).tiny
 
@@ -354,13 +372,28 @@ _TINY = np.finfo(np.float32).tiny
 # tonnx_ortcontrib::routed_moe
 def convert_routed(g, sts, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated):
     "routed_moe(Tensor x, Tensor top_k_index, Tensor top_k_weights, Tensor gate_up, Tensor down, bool concatenated) -> Tensor"
+    return _routed(g, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated, renormalize=False)
+
+
+# tonnx_ortcontrib::routed_moe, for onnxruntime before 1.32
+def convert_routed_renormalized(g, sts, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated):
+    "routed_moe(Tensor x, Tensor top_k_index, Tensor top_k_weights, Tensor gate_up, Tensor down, bool concatenated) -> Tensor"
+    # onnxruntime 1.31's MoE returns zeros with normalize_routing_weights=0 when it runs in
+    # place over its input (_target.py)
+    return _routed(g, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated, renormalize=True)
+
+
+def _routed(g, outputs, x, top_k_index, top_k_weights, gate_up, down, concatenated: bool, *, renormalize: bool):
+    """MoE over the router's choice; ``renormalize``: MoE divides the weights (which sum to
+    1 already) by their sum again, the form exact on onnxruntime before 1.32."""
     if not (g.is_initializer(gate_up) and g.is_initializer(down)):
         raise UnsupportedError(
             f"{ROUTED}: onnxruntime's MoE needs the experts' weights as initializers; these are "
             "computed in the graph. Block the pack (packs=['no:ortcontrib']) for this model."
         )
     # onnxruntime's MoE routes by softmax over its router input: the chosen experts get
-    # log(weight), the others -inf, and softmax gives weight / sum; the sum multiplies back
+    # log(weight), the others -inf, and softmax gives weight / sum (renormalized or not: the
+    # k chosen already sum to 1, up to rounding); the sum multiplies back
     experts, top_k = g.get_shape(gate_up)[0], g.get_shape(top_k_index)[1]
     rows = g.op.Concat(g.op.Shape(x, start=0, end=1), np.array([experts], dtype=np.int64), axis=0)
     masked = g.op.Expand(np.array(-np.inf, dtype=np.float32), rows)
@@ -369,7 +402,7 @@ def convert_routed(g, sts, outputs, x, top_k_index, top_k_weights, gate_up, down
     fc1 = _derived(g, gate_up, lambda w: _interleaved(w, concatenated), False)
     moe = g.make_node(
         "MoE", [x, logits, fc1, "", down], 1, domain=MS_DOMAIN, k=int(top_k), activation_type="swiglu",
-        swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0, normalize_routing_weights=0,
+        swiglu_fusion=1, activation_alpha=1.0, activation_beta=0.0, normalize_routing_weights=int(renormalize),
     )  # fmt: skip
     g.set_type(moe, TensorProto.FLOAT)
     g.set_shape(moe, g.get_shape(x))
@@ -392,8 +425,9 @@ def _fits(node) -> bool:
 
 
 def converters(target) -> tuple[Converter, ...]:
-    """The converters; their predicates' docstrings (printed by ``tonnx explain``) say the
-    form is the same on every supported target (:mod:`._target`)."""
+    """The converters for ``target`` (:mod:`._target`): before onnxruntime 1.32 the op's
+    weights are always renormalized by MoE and the sum multiplied back; their predicates'
+    docstrings (printed by ``tonnx explain``) say which form."""
 
     def fits(node) -> bool:
         return _fits(node)
@@ -401,7 +435,11 @@ def converters(target) -> tuple[Converter, ...]:
     def fits_routed(node) -> bool:
         return _fits_routed(node)
 
-    same = f"{target}: MoE, the form onnxruntime 1.31.1 and 1.32.0 compute alike"
-    fits.__doc__ = f"{same} (float32 tokens, router logits and weights)"
-    fits_routed.__doc__ = f"{same} (float32, a static top-k; the router's choice as log-weights)"
-    return (Converter(KEY, convert, applies=fits), Converter(ROUTED_KEY, convert_routed, applies=fits_routed))
+    if target.unnormalized_moe:
+        form, softmax, routed = "MoE, unnormalized weights as they are", convert, convert_routed
+    else:
+        form = "MoE with renormalized weights times their sum (1.31's MoE, unnormalized, may return zeros)"
+        softmax, routed = convert_renormalized, convert_routed_renormalized
+    fits.__doc__ = f"{target}: {form} (float32 tokens, router logits and weights)"
+    fits_routed.__doc__ = f"{target}: {form} (float32, a static top-k; the router's choice as log-weights)"
+    return (Converter(KEY, softmax, applies=fits), Converter(ROUTED_KEY, routed, applies=fits_routed))
