@@ -250,27 +250,35 @@ def _axes(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 
 
+def _last_axes(rank: int, count: int = 1) -> np.ndarray:
+    """The last ``count`` axes of a rank-``rank`` tensor, counted from the front: onnxruntime
+    1.31.1's reductions of an empty tensor ignore negative axes (they return the input's
+    shape: a 0 x 0 determinant came out 0 x 0); 1.32 and non-negative axes are right."""
+    return np.arange(rank - count, rank, dtype=np.int64)
+
+
 def _direct_dist(g, x1: str, x2: str, p: float, elem: int) -> str:
     """Pairwise ``p``-norm distances from the differences, as torch's direct kernel."""
     diff = g.op.Sub(g.op.Unsqueeze(x1, _axes(-2)), g.op.Unsqueeze(x2, _axes(-3)))
+    last = _last_axes(max(g.get_rank(x1), g.get_rank(x2)) + 1)
     if p == 0:
         nonzero = cast(g, g.op.Not(g.op.Equal(diff, operand(g, 0, elem))), elem)
-        return g.op.ReduceSum(nonzero, _axes(-1), keepdims=0)
+        return g.op.ReduceSum(nonzero, last, keepdims=0)
     if p == math.inf:
-        return g.op.ReduceMax(g.op.Abs(diff), _axes(-1), keepdims=0)
+        return g.op.ReduceMax(g.op.Abs(diff), last, keepdims=0)
     if p == 1:
-        return g.op.ReduceSum(g.op.Abs(diff), _axes(-1), keepdims=0)
+        return g.op.ReduceSum(g.op.Abs(diff), last, keepdims=0)
     if p == 2:
-        return g.op.Sqrt(g.op.ReduceSum(g.op.Mul(diff, diff), _axes(-1), keepdims=0))
+        return g.op.Sqrt(g.op.ReduceSum(g.op.Mul(diff, diff), last, keepdims=0))
     powered = g.op.Pow(g.op.Abs(diff), operand(g, p, elem))
-    return g.op.Pow(g.op.ReduceSum(powered, _axes(-1), keepdims=0), operand(g, 1.0 / p, elem))
+    return g.op.Pow(g.op.ReduceSum(powered, last, keepdims=0), operand(g, 1.0 / p, elem))
 
 
 def _mm_dist(g, x1: str, x2: str, elem: int) -> str:
     """Euclidean distances through a matrix product, as torch's ``_euclidean_dist``."""
-    n1 = g.op.ReduceSum(g.op.Mul(x1, x1), _axes(-1), keepdims=1)
-    n2 = g.op.ReduceSum(g.op.Mul(x2, x2), _axes(-1), keepdims=1)
     rank = g.get_rank(x2)
+    n1 = g.op.ReduceSum(g.op.Mul(x1, x1), _last_axes(g.get_rank(x1)), keepdims=1)
+    n2 = g.op.ReduceSum(g.op.Mul(x2, x2), _last_axes(rank), keepdims=1)
     swap = [*range(rank - 2), rank - 1, rank - 2]
     x2t, n2t = g.op.Transpose(x2, perm=swap), g.op.Transpose(n2, perm=swap)
     product = g.op.MatMul(g.op.Mul(x1, operand(g, -2, elem)), x2t)
@@ -371,13 +379,14 @@ def _slogdet(g, sts, A: str) -> tuple[str, str]:
             f"{sts.op_name} of {n} x {n} matrices: computed through ONNX's Det, exact from "
             f"overflow up to {_SLOGDET_MAX_N} x {_SLOGDET_MAX_N} static sizes only."
         )
-    largest = g.op.ReduceMax(g.op.Abs(A), _axes(-1), keepdims=1)
+    rank = len(sts.input_shapes[0])
+    largest = g.op.ReduceMax(g.op.Abs(A), _last_axes(rank), keepdims=1)
     # e = floor(log2(largest)) + 1, clipped to float32's normal exponents (a zero row: -126)
     exponent = g.op.Floor(g.op.Div(g.op.Log(largest), np.array(math.log(2), dtype=np.float32)))
     exponent = g.op.Clip(exponent, np.array(-126, dtype=np.float32), np.array(127, dtype=np.float32))
     scaled = g.op.Mul(g.op.Div(A, g.op.Pow(np.array(2, dtype=np.float32), exponent)), np.array(0.5, dtype=np.float32))
     det = g.op.Det(scaled)
-    shift = g.op.ReduceSum(g.op.Add(exponent, np.array(1, dtype=np.float32)), _axes(-2, -1), keepdims=0)
+    shift = g.op.ReduceSum(g.op.Add(exponent, np.array(1, dtype=np.float32)), _last_axes(rank, 2), keepdims=0)
     logabsdet = g.op.Add(g.op.Log(g.op.Abs(det)), g.op.Mul(shift, np.array(math.log(2), dtype=np.float32)))
     return g.op.Sign(det), logabsdet
 

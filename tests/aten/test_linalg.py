@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+import onnxruntime as ort
 import pytest
 import torch
 from hypothesis import given
@@ -305,6 +307,45 @@ def test_slogdet_where_the_determinant_leaves_float32(scale):
     assert not torch.isfinite(torch.linalg.det(a)).all() or (torch.linalg.det(a) == 0).any()
     check_op(at_least_1d(torch.logdet), [a.abs() + torch.eye(24) * 24 * scale], expect_op="aten::logdet.default", atol=1e-4, rtol=1e-4)
     check_op(lambda t: torch.linalg.slogdet(t)[1], [a], expect_op="aten::linalg_slogdet.default", atol=1e-4, rtol=1e-4)
+
+
+EMPTY_DETERMINANTS = [
+    ("det", torch.linalg.det), ("logdet", torch.logdet), ("slogdet", torch.linalg.slogdet),
+    ("_linalg_slogdet", lambda t: torch.ops.aten._linalg_slogdet(t)[:2]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, fn", EMPTY_DETERMINANTS, ids=[n for n, _ in EMPTY_DETERMINANTS])
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 0, 0), (0, 2, 2), (2, 3, 1, 1)])
+def test_determinants_of_empty_matrices_have_torch_shapes(name, fn, shape):
+    """A 0 x 0 matrix has det 1, sign 1, log|det| 0, as 0-d or batched results; an empty batch
+    gives empty results. onnxruntime 1.31.1's reductions of an empty tensor ignore negative
+    axes: slogdet's graph gave (0, 0) for a 0 x 0 matrix and failed on 3 x 0 x 0 (issue 31)."""
+    a = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    onx = tonnx.to_onnx(op_module(fn, 1), (a,))
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: a.numpy()})
+    with torch.no_grad():
+        want = fn(a)
+    want = list(want) if isinstance(want, tuple) else [want]
+    assert [g.shape for g in got] == [tuple(w.shape) for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("key", ["cdist", "pdist"])
+@pytest.mark.parametrize("rows, m", [(0, 3), (2, 0), (0, 0)])
+def test_distances_of_empty_inputs_have_torch_shapes(key, rows, m):
+    """Distances reduce the last axis of the differences: empty on 1.31.1 as well."""
+    a = torch.randn(rows, m, generator=torch.Generator().manual_seed(0))
+    b = torch.randn(2, m, generator=torch.Generator().manual_seed(1))
+    fn, inputs = (torch.cdist, [a, b]) if key == "cdist" else (torch.nn.functional.pdist, [a])
+    onx = tonnx.to_onnx(op_module(fn, len(inputs)), tuple(inputs))
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs)})[0]
+    want = fn(*inputs).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
 
 
 def test_slogdet_refuses_what_det_cannot_give():
