@@ -98,7 +98,8 @@ def test_the_copied_tokenizer_round_trips_in_genai(tmp_path, source):
     from tonnx_transformers.llm.tokenizer_check import TokenizerError, check_genai_tokenizer
 
     folder = _copy(source, tmp_path / "folder")
-    (folder / "genai_config.json").write_text(json.dumps({"model": {"type": "llama", "vocab_size": 256, "context_length": 256}}))
+    config = {"model": {"type": "llama", "vocab_size": 256, "context_length": 256}}
+    (folder / "genai_config.json").write_text(json.dumps(config))
     check_genai_tokenizer(str(folder), ["tokenizer.json"], str(source))
     tokenizer = json.loads((folder / "tokenizer.json").read_text())
     del tokenizer["model"]["vocab"]["H"]

@@ -59,7 +59,8 @@ def check_genai_tokenizer(folder: str, copied: list[str], source: str | None) ->
             "onnxruntime-genai is not installed: the copied tokenizer files were not checked "
             "(pip install onnxruntime-genai to check them)."), stacklevel=3)
         return
-    fix = "Give --tokenizer DIR with a tokenizer onnxruntime-genai reads (BPE, SentencePiece), or --no-tokenizer."
+    fix = ("Give --tokenizer DIR with a tokenizer onnxruntime-genai reads (BPE, SentencePiece), "
+           "or --no-tokenizer.")
     try:
         tokenizer = og.Tokenizer(og.Config(folder))
         back = tokenizer.decode(tokenizer.encode(SAMPLE))
