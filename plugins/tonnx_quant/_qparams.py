@@ -190,3 +190,17 @@ def dequantize_exact(g, x: str, scale: str, zero_point: str | None, out: int, ou
     if elem != out:
         return g.op.Cast(y, to=out, outputs=outputs) if outputs else g.op.Cast(y, to=out)
     return named(g, y, outputs[0]) if outputs else y
+
+
+def reciprocal(g, scale: str) -> str:
+    """``1 / scale`` rounded once in the scale's type, as torch's ``1.0 / scale``, in a form
+    no pass turns into ``x / scale`` (which rounds differently at a tie): tonnx's peephole
+    rewrites ``Mul(x, Reciprocal(s))`` and onnxruntime's DivMulFusion ``Mul(x, Div(1, s))``
+    into ``Div(x, s)``. A float32 scale is inverted in float64 and rounded to float32, which
+    is the correctly rounded float32 reciprocal (53 >= 2 * 24 + 2 bits: double rounding is
+    innocuous for a quotient). A float64 scale has no wider type: ``Div(1, s)``, which
+    onnxruntime fuses (docs/quantization.md, known gaps)."""
+    if g.get_type(scale) == FLOAT:
+        inverse = g.op.Div(np.array(1.0, dtype=np.float64), g.op.Cast(scale, to=DOUBLE))
+        return g.op.Cast(inverse, to=FLOAT)
+    return g.op.Div(np.array(1.0, dtype=numpy_dtype(g.get_type(scale))), scale)

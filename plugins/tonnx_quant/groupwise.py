@@ -12,7 +12,7 @@ import numpy as np
 from tonnx import UnsupportedError
 from tonnx.converters import Converter, cast, torch_dtype
 
-from ._qparams import DOUBLE, FLOAT, check_bounds, dequantize_exact, promoted, quant_type
+from ._qparams import reciprocal, DOUBLE, FLOAT, check_bounds, dequantize_exact, promoted, quant_type
 
 _COLUMN = np.array([-1, 1], dtype=np.int64)
 
@@ -38,7 +38,7 @@ def quantized_decomposed_quantize_per_channel_group(g, sts, outputs, input, scal
     # torch: rows.mul(1.0 / scales).add(zero_points).round().clamp_(quant_min, quant_max).to(dtype)
     compute = promoted(torch_dtype(g.get_type(input)), torch_dtype(g.get_type(scales)))
     compute = promoted(torch_dtype(compute), torch_dtype(g.get_type(zero_points)))
-    inv = g.op.Reciprocal(g.op.Reshape(scales, _COLUMN))
+    inv = reciprocal(g, g.op.Reshape(scales, _COLUMN))
     y = g.op.Mul(cast(g, rows, compute), cast(g, inv, compute))
     y = g.op.Round(g.op.Add(y, cast(g, g.op.Reshape(zero_points, _COLUMN), compute)))
     if compute not in (FLOAT, DOUBLE):

@@ -13,6 +13,7 @@ import numpy as np
 from tonnx.converters import Converter, cast, onnx_type_from_torch, torch_dtype
 
 from ._qparams import (
+    reciprocal,
     _FLOAT8,
     FLOAT,
     as_float32_scale,
@@ -57,8 +58,7 @@ def quantized_decomposed_quantize_per_channel(g, sts, outputs, input, scales, ze
     shape = np.array(_axis_shape(rank, axis), dtype=np.int64)
     scale_elem = g.get_type(scales)
     compute = promoted(torch_dtype(FLOAT), torch_dtype(scale_elem))
-    inv = g.op.Div(np.array(1.0, dtype=np.float64 if scale_elem != FLOAT else np.float32),
-                   g.op.Reshape(scales, shape))
+    inv = reciprocal(g, g.op.Reshape(scales, shape))
     y = g.op.Round(g.op.Mul(cast(g, x, compute), cast(g, inv, compute)))
     y = g.op.Add(y, cast(g, g.op.Reshape(zero_points, shape), compute))
     kind = np.float64 if compute != FLOAT else np.float32

@@ -12,7 +12,7 @@ import numpy as np
 from tonnx import UnsupportedError
 from tonnx.converters import Converter, cast, torch_dtype
 
-from ._qparams import DOUBLE, FLOAT, FLOAT16, INT64, check_bounds, dequantize_exact, promoted, quant_type
+from ._qparams import reciprocal, DOUBLE, FLOAT, FLOAT16, INT64, check_bounds, dequantize_exact, promoted, quant_type
 
 _LAST = np.array([-1], dtype=np.int64)
 
@@ -80,7 +80,7 @@ def quantized_decomposed_quantize_per_token(g, sts, outputs, input, scales, zero
     scale_elem = g.get_type(scales)
     compute = promoted(torch_dtype(g.get_type(input)), torch_dtype(scale_elem))
     compute = promoted(torch_dtype(compute), torch_dtype(g.get_type(zero_points)))
-    inv = g.op.Reciprocal(scales)
+    inv = reciprocal(g, scales)
     y = g.op.Mul(cast(g, input, compute), cast(g, inv, compute))
     y = g.op.Round(g.op.Add(y, cast(g, zero_points, compute)))
     kind = np.float64 if compute == DOUBLE else np.float32

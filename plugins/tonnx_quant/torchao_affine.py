@@ -16,7 +16,7 @@ import numpy as np
 from tonnx import UnsupportedError
 from tonnx.converters import Converter, cast, shape_of, shape_tensor, torch_dtype
 
-from ._qparams import FLOAT, constant, dtype_range, qdq_accepts, quant_type
+from ._qparams import FLOAT, constant, dtype_range, qdq_accepts, quant_type, reciprocal
 
 
 def _blocks(g, input, block_size) -> tuple[list, list[int], list]:
@@ -61,7 +61,7 @@ def torchao_quantize_affine(g, sts, outputs, input, block_size, scale, zero_poin
     view, _, params = _blocks(g, input, block_size)
     x = g.op.Reshape(input, shape_tensor(g, view))
     # torch: clamp(round(x * (1.0 / scale)) + zero_point, quant_min, quant_max).to(dtype)
-    y = g.op.Round(g.op.Mul(x, g.op.Reciprocal(g.op.Reshape(scale, shape_tensor(g, params)))))
+    y = g.op.Round(g.op.Mul(x, reciprocal(g, g.op.Reshape(scale, shape_tensor(g, params)))))
     if zero_point is not None and g.get_shape(zero_point) != (0,):
         y = g.op.Add(y, cast(g, g.op.Reshape(zero_point, shape_tensor(g, params)), FLOAT))
     y = g.op.Cast(g.op.Clip(y, np.float32(low), np.float32(high)), to=elem)
