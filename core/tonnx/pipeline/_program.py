@@ -55,7 +55,8 @@ def export_patches(*, dispatcher: Any = None) -> Iterator[None]:
                                      "past_key_values": DynamicCache(...)})
 
     The transformers pack's, for example, make cache classes pytree nodes and run the eager
-    experts loop of mixture-of-experts models over every expert. Nested use is allowed.
+    experts loop of mixture-of-experts models over every expert. Nested use is allowed. The
+    block holds tonnx's export lock: exports in other threads wait until it ends.
     """
     with pack_export_patches(None, dispatcher, DEFAULT_OPSET):
         yield
