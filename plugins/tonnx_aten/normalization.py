@@ -348,10 +348,13 @@ def aten_instance_norm(
 
 
 def _rms_norm_decomposed(g, input, k: int, weight, eps: float, compute: int) -> str:
+    """``x / sqrt(mean(x ** 2) + eps) * weight``, squared with Pow: onnxruntime fuses the
+    chain from a Pow(x, 2) (not from Mul(x, x)) into SimplifiedLayerNormalization."""
     rank = g.get_rank(input)
     x = cast(g, input, compute)
     axes = np.array(list(range(rank - k, rank)), dtype=np.int64)
-    mean_square = g.op.ReduceMean(g.op.Mul(x, x), axes, keepdims=1)
+    square = g.op.Pow(x, np.array(2, dtype=numpy_dtype(compute)))
+    mean_square = g.op.ReduceMean(square, axes, keepdims=1)
     y = g.op.Mul(x, _rstd(g, mean_square, eps))
     return y if weight is None else g.op.Mul(y, cast(g, weight, compute))
 

@@ -356,6 +356,30 @@ def test_rms_norm(shape, data, dtype, weighted, eps, opset, seed):
     )
 
 
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=2, max_size=4),
+    opset=st.sampled_from([18, 20, 22]),
+    seed=seeds,
+)
+def test_rms_norm_below_opset_23_runs_as_simplified_layer_normalization(tmp_path_factory, shape, opset, seed):
+    """Below opset 23 the norm is spelled from Pow(x, 2), the chain onnxruntime fuses into
+    one SimplifiedLayerNormalization kernel (from Mul(x, x) it kept five kernels)."""
+    import onnxruntime
+
+    x = make(seed, shape, low=-3, high=3)
+    weight = make(seed + 1, shape[-1:])
+    onx = check_op(lambda x: F.rms_norm(x, shape[-1:], weight, 1e-6), [x], target_opset=opset)
+    folder = tmp_path_factory.mktemp("rms")
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(folder / "optimized.onnx")
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    onnxruntime.InferenceSession(onx.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    import onnx
+
+    ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert ops == ["SimplifiedLayerNormalization"], ops
+
+
 def test_rms_norm_small_values_default_eps():
     """eps=None is float32's epsilon for float16 inputs too (torch computes in float32)."""
     x = make(0, (3, 8), torch.float16) * 1e-3
