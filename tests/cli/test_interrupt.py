@@ -25,8 +25,8 @@ def test_ctrl_c_prints_one_line_exits_130_and_leaves_nothing(tmp_path, monkeypat
 
     original, seen = _file_writer.write_inline, []
 
-    def write_then_interrupt(model, streamed, f, payload):
-        original(model, streamed, f, payload)
+    def write_then_interrupt(*args, **kwargs):
+        original(*args, **kwargs)
         seen.extend(os.listdir(tmp_path))
         raise KeyboardInterrupt
 
