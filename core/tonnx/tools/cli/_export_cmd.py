@@ -16,7 +16,7 @@ The callable: {_target.CONTRACT}.
 Exit codes: {_codes.OK} exported (and verified), {_codes.FAILED} conversion failed,
 {_codes.USAGE} bad usage (arguments, target, callable contract, unknown pack),
 {_codes.MISSING_CONVERTERS} ops without a converter, {_codes.EXPORT_FAILED} torch.export failed,
-{_codes.VERIFY_FAILED} verification failed.
+{_codes.VERIFY_FAILED} verification failed, {_codes.INTERRUPTED} interrupted (Ctrl-C).
 
 Example: tonnx export mymodels.py:make_mlp -o mlp.onnx --dynamic x=0:batch --verify
 """
