@@ -117,12 +117,27 @@ def _nearest_indices_graph(g, x: str, axis: int, out, scale, exact: bool, shortc
     return g.op.Where(g.op.Equal(out, size), dst, halved)
 
 
+def _integer_upsample(g, x: str, factors: list[int], outputs) -> str:
+    """Nearest upsampling of a 4D tensor by integer factors, given as Resize scales: the
+    same indices as sizes (floor(i / k)), and onnxruntime then runs it as an NCHWc Upsample
+    beside the convolutions instead of reordering to NCHW and back around it (YOLO's
+    necks). yolo11n-seg, 1 thread, CPU-time medians of 4 interleaved rounds, tonnx/torch.onnx
+    0.972 with sizes, 0.930 with scales."""
+    factors = np.array([1, 1, *factors], dtype=np.float32)
+    return g.op.Resize(
+        x, None, factors, outputs=outputs, mode="nearest",
+        coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+    )
+
+
 def _upsample_nearest(g, sts, outputs, x: str, output_size, scales, exact: bool) -> str:
     n = _spatial_rank(sts)
     sizes, out, scales = _upsample_axes(g, x, n, sts, output_size, scales)
     rank = g.get_rank(x)
     shortcuts = n == 2 and not exact
     if all(_resize_agrees(s, o, f, exact, shortcuts) for s, o, f in zip(sizes, out, scales)):
+        if shortcuts and rank == 4 and all(type(s) is int and type(o) is int and o % s == 0 for s, o in zip(sizes, out)):
+            return _integer_upsample(g, x, [o // s for s, o in zip(sizes, out)], outputs)
         mode = "half_pixel" if exact else "asymmetric"
         rounding = "round_prefer_ceil" if exact else "floor"
         axes = list(range(rank - n, rank))

@@ -447,6 +447,24 @@ def test_upsample_nearest(n, mode, data, dtype):
     )
 
 
+@given(
+    size=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    factors=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    by_size=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.uint8]),
+    seed=st.integers(0, 2**16),
+)
+def test_upsample_nearest2d_integer_factors_are_resize_scales(size, factors, by_size, dtype, seed):
+    """Integer factors go to Resize as scales (onnxruntime's NCHWc Upsample then runs it
+    between convolutions), with torch's indices."""
+    out = [s * f for s, f in zip(size, factors)]
+    x = make(seed, (2, 3, *size), dtype)
+    kwargs = {"size": out} if by_size else {"scale_factor": [float(f) for f in factors]}
+    onx = check_op(lambda x: F.interpolate(x, mode="nearest", **kwargs), [x], atol=0, rtol=0)
+    (resize,) = [n for n in onx.graph.node if n.op_type == "Resize"]
+    assert len(resize.input) == 3 and resize.input[2], list(resize.input)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 @pytest.mark.parametrize("prefix", ["upsample_nearest", "_upsample_nearest_exact"])
 @given(data=st.data())
