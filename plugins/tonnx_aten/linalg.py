@@ -287,7 +287,12 @@ def _mm_dist(g, x1: str, x2: str, elem: int) -> str:
 
 
 def _uses_mm(g, x1: str, x2: str, mode: int):
-    """torch's choice of the matrix-product kernel: a bool, or a 0-d bool name if dynamic."""
+    """torch's choice of the matrix-product kernel: a bool, or a 0-d bool name if dynamic.
+
+    An empty input takes the direct kernel, which gives the same (empty, or 0 distances
+    over no features): onnxruntime 1.31.1's fused MatMul fails on an empty batch."""
+    if any(d == 0 for x in (x1, x2) for d in g.get_shape(x)):
+        return False
     if mode == 1:
         return True
     if mode != 0:

@@ -5,6 +5,7 @@
     python -m tests.conformance.opinfo --fallback onnxscript # onnxscript fallback pack added
     python -m tests.conformance.opinfo --exporter torch.onnx # torch.onnx.export(dynamo=True)
     python -m tests.conformance.opinfo --ops 'sinc|logaddexp' --show mismatch,error
+    python -m tests.conformance.opinfo --empty               # also every sample with an empty tensor
 
 Every OpInfo of ``op_db`` is called on up to ``--samples`` CPU sample inputs per dtype,
 exported and run in onnxruntime, and compared with torch eager. A sample ends in one of:
@@ -317,7 +318,29 @@ def op_name(opinfo) -> str:
     return opinfo.name + (f".{opinfo.variant_test_name}" if opinfo.variant_test_name else "")
 
 
-def run_op(opinfo, dtype_name: str, *, samples: int, export, dispatcher) -> Result:
+def _has_empty_tensor(sample) -> bool:
+    import torch
+    import torch.utils._pytree as pytree
+
+    leaves = pytree.tree_leaves((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    return any(isinstance(v, torch.Tensor) and v.numel() == 0 for v in leaves)
+
+
+def _pick(generator, samples: int, empty: bool) -> list:
+    """The first ``samples`` samples; with ``empty``, every later one holding an empty tensor
+    too (a runtime's edge cases: onnxruntime 1.31.1 reduces empty tensors otherwise)."""
+    picked = []
+    for sample in generator:
+        if len(picked) < samples:
+            picked.append(sample)
+        elif not empty:
+            break
+        elif _has_empty_tensor(sample):
+            picked.append(sample)
+    return picked
+
+
+def run_op(opinfo, dtype_name: str, *, samples: int, export, dispatcher, empty: bool = False) -> Result:
     import torch
 
     dtype = _dtype(dtype_name)
@@ -325,12 +348,7 @@ def run_op(opinfo, dtype_name: str, *, samples: int, export, dispatcher) -> Resu
     if dtype not in opinfo.supported_dtypes("cpu"):
         return Result(name, dtype_name, "skipped", "dtype not supported by the op")
     try:
-        generator = opinfo.sample_inputs("cpu", dtype, requires_grad=False)
-        picked = []
-        for sample in generator:
-            picked.append(sample)
-            if len(picked) >= samples:
-                break
+        picked = _pick(opinfo.sample_inputs("cpu", dtype, requires_grad=False), samples, empty)
     except Exception as e:
         return Result(name, dtype_name, "skipped", f"sample inputs: {type(e).__name__}")
     outcomes = []
@@ -368,13 +386,13 @@ def make_dispatcher(fallback: str | None):
     return tonnx.Dispatcher(fallback=fallback), ""
 
 
-def sweep(ops, dtypes, *, samples=2, exporter="tonnx", fallback=None, progress=None) -> list[Result]:
+def sweep(ops, dtypes, *, samples=2, exporter="tonnx", fallback=None, progress=None, empty=False) -> list[Result]:
     export = {"tonnx": _export_tonnx, "torch.onnx": _export_torch_onnx}[exporter]
     dispatcher, _note = make_dispatcher(fallback) if exporter == "tonnx" else (None, "")
     results = []
     for dtype_name in dtypes:
         for opinfo in ops:
-            result = run_op(opinfo, dtype_name, samples=samples, export=export, dispatcher=dispatcher)
+            result = run_op(opinfo, dtype_name, samples=samples, export=export, dispatcher=dispatcher, empty=empty)
             results.append(result)
             if progress:
                 progress(result)
@@ -398,6 +416,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.conformance.opinfo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtype", action="append", help="float32 (default), float16, bfloat16, int64, bool, ...")
     parser.add_argument("--samples", type=int, default=2, help="sample inputs per op and dtype (default 2)")
+    parser.add_argument("--empty", action="store_true", help="also every later sample holding an empty tensor")
     parser.add_argument("--ops", help="regular expression on OpInfo names (name.variant)")
     parser.add_argument("--limit", type=int, help="first N matching OpInfos only")
     parser.add_argument("--fallback", help="enable a fallback pack, e.g. onnxscript")
@@ -417,9 +436,11 @@ def main(argv=None) -> int:
         if r.outcome in show:
             print(f"{r.outcome:11s} {r.dtype:8s} {r.op}: {r.detail}", flush=True)
 
-    results = sweep(ops, dtypes, samples=args.samples, exporter=args.exporter, fallback=args.fallback, progress=progress)
+    results = sweep(ops, dtypes, samples=args.samples, exporter=args.exporter, fallback=args.fallback,
+                    progress=progress, empty=args.empty)
     label = args.exporter + (f" + fallback {args.fallback}" if args.fallback and not note else "")
-    print(f"\n{label}: {len(ops)} OpInfos, up to {args.samples} CPU samples each, "
+    more = " and every sample with an empty tensor" if args.empty else ""
+    print(f"\n{label}: {len(ops)} OpInfos, up to {args.samples} CPU samples each{more}, "
           f"{time.perf_counter() - start:.0f} s")
     print(table(results))
     if args.list:
