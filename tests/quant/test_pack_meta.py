@@ -8,9 +8,12 @@ import pytest
 
 import torch.ao.quantization.fx._decomposed  # noqa: F401  registers quantized_decomposed
 from tonnx.testing import assert_follows_schema, assert_pack_covered
-from tonnx_quant._table import converters
+from tonnx_quant._table import converters, torchao_installed
 
 HERE = Path(__file__).parent
+
+if torchao_installed():  # the torchao:: ops exist once torchao's quantization is imported
+    import torchao.quantization.quant_primitives  # noqa: F401
 
 
 def test_every_converter_has_a_conformance_test():

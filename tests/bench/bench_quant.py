@@ -1,0 +1,158 @@
+"""Quantized models: tonnx beside torch.onnx and beside onnxruntime's own quantize_static.
+
+    /work/venvbench/bin/python tests/bench/bench_quant.py [resnet18 mobilenet_v2] [--size 224]
+
+For each torchvision model (random weights, PT2E with the XNNPACK symmetric config,
+per-channel int8 weights, calibrated on 4 random batches):
+
+- which exporter exports the converted model (tonnx.to_onnx, torch.onnx.export(dynamo=True)),
+  the file size, the max difference from the converted PyTorch model in onnxruntime, with
+  its QDQ fusions (default options) and without (basic optimizations: the graph's own
+  arithmetic), in steps of the output's quantization;
+- onnxruntime latency (ms, medians of interleaved runs in a fresh process,
+  tests/bench/ort_latency.py) of: the fp32 model (tonnx), tonnx's int8 export, torch.onnx's
+  int8 export, and onnxruntime's quantize_static (QDQ, per-channel, int8 activations and
+  weights, MinMax calibration on the same batches) of tonnx's fp32 export.
+
+Prints one JSON line per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pt2e(model, batches):
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.testing.pt2e._xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
+
+    program = torch.export.export(model, (batches[0],)).module()
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    prepared = prepare_pt2e(program, quantizer)
+    for x in batches:
+        prepared(x)
+    return convert_pt2e(prepared)
+
+
+def run(path, x, fused=True):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if not fused:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+
+
+def output_step(path) -> float | None:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(path)
+    inits = {i.name: i for i in model.graph.initializer}
+    dq = [n for n in model.graph.node if n.op_type == "DequantizeLinear"]
+    if not dq or dq[-1].input[1] not in inits:
+        return None
+    return float(numpy_helper.to_array(inits[dq[-1].input[1]]).reshape(-1)[0])
+
+
+def export(name, fn, path, result):
+    begin = time.perf_counter()
+    try:
+        fn(path)
+    except Exception as e:  # a benchmark reports what fails, with the error's first line
+        result[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+        return False
+    result[name] = {"export_s": round(time.perf_counter() - begin, 2), "MB": round(os.path.getsize(path) / 1e6, 3)}
+    return True
+
+
+def quantize_static(fp32_path, out_path, batches):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
+    from onnxruntime.quantization import quantize_static as ort_quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, name):
+            self.feeds = iter([{name: b.numpy()} for b in batches])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    import onnx
+
+    name = onnx.load(fp32_path).graph.input[0].name
+    pre = out_path + ".pre.onnx"
+    quant_pre_process(fp32_path, pre)
+    ort_quantize_static(pre, out_path, Reader(name), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+
+
+def bench(name, size, folder):
+    import torchvision
+
+    import tonnx
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    batches = [torch.randn(1, 3, size, size) for _ in range(4)]
+    x = batches[0]
+    result = {"model": name, "size": size}
+    begin = time.perf_counter()
+    quantized = pt2e(model, batches)
+    result["pt2e_s"] = round(time.perf_counter() - begin, 1)
+    with torch.no_grad():
+        expected = quantized(x).numpy()
+    paths = {k: os.path.join(folder, f"{name}_{k}.onnx") for k in ("fp32", "tonnx", "torch_onnx", "ort_static")}
+    export("fp32", lambda p: tonnx.to_onnx(model, (x,), filename=p), paths["fp32"], result)
+    export("tonnx", lambda p: tonnx.to_onnx(quantized, (x,), filename=p), paths["tonnx"], result)
+    export("torch_onnx", lambda p: torch.onnx.export(quantized, (x,), p, dynamo=True, external_data=False),
+           paths["torch_onnx"], result)
+    export("ort_static", lambda p: quantize_static(paths["fp32"], p, batches), paths["ort_static"], result)
+    with torch.no_grad():
+        reference = model(x).numpy()
+    for key in ("tonnx", "torch_onnx", "ort_static", "fp32"):
+        if "error" in result[key]:
+            continue
+        target = reference if key in ("fp32", "ort_static") else expected
+        step = output_step(paths[key])
+        for fused in (True, False):
+            diff = float(np.abs(run(paths[key], x, fused) - target).max())
+            label = "max_diff" + ("" if fused else "_unfused")
+            result[key][label] = diff
+            if step and key != "ort_static":
+                result[key][label + "_steps"] = round(diff / step, 2)
+    feeds = os.path.join(folder, "feeds.npz")
+    np.savez(feeds, x.numpy())
+    keys = [k for k in ("fp32", "tonnx", "torch_onnx", "ort_static") if "error" not in result[k]]
+    out = subprocess.run([sys.executable, os.path.join(HERE, "ort_latency.py"), feeds] + [paths[k] for k in keys],
+                         capture_output=True, text=True, check=True)
+    for key, ms in zip(keys, json.loads(out.stdout)):
+        result[key]["ort_ms"] = round(ms, 3)
+    result["uptime"] = os.getloadavg()
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("models", nargs="*", default=["resnet18", "mobilenet_v2"])
+    parser.add_argument("--size", type=int, default=224)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.models:
+            print(json.dumps(bench(name, args.size, folder)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Hypothesis tests of torchao's affine quantization ops (quantize_affine, dequantize_affine,
+choose_qparams_affine) and aten::_int_mm against torch, run in onnxruntime: block sizes
+per tensor, per row (token), per group and per column, symmetric and asymmetric mappings,
+int8/uint8/int4-in-int8 ranges. Skipped where torchao is not installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tonnx.testing import make_tensor
+
+from ._check import Op, assert_equal, export_and_run
+
+pytest.importorskip("torchao", reason="torchao is not installed: pip install 'torchao>=0.18' (tonnx[test] has it)")
+
+import torchao.quantization.quant_primitives  # noqa: E402,F401  registers the torchao:: ops
+
+ao = torch.ops.torchao
+
+COVERS = {
+    "torchao::quantize_affine.default",
+    "torchao::dequantize_affine.default",
+    "torchao::choose_qparams_affine.default",
+    "aten::_int_mm.default",
+}
+
+RANGES = [(torch.int8, -128, 127), (torch.int8, -8, 7), (torch.uint8, 0, 255), (torch.int8, -127, 127)]
+
+
+@st.composite
+def blocked(draw):
+    """(shape, block_size) with every block dividing its dimension."""
+    rows, groups, group = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.sampled_from([1, 4, 8, 32]))
+    kind = draw(st.sampled_from(["tensor", "row", "group", "column"]))
+    shape = (rows, groups * group)
+    block = {"tensor": list(shape), "row": [1, shape[1]], "group": [1, group], "column": [rows, 1]}[kind]
+    return shape, block
+
+
+@given(case=blocked(), r=st.sampled_from(RANGES), mapping=st.sampled_from(["SYMMETRIC", "ASYMMETRIC"]),
+       seed=st.integers(0, 2**16), offset=st.floats(-3.0, 3.0), keepdim=st.booleans())
+def test_choose_quantize_dequantize_affine(case, r, mapping, seed, offset, keepdim):
+    shape, block = case
+    dtype, low, high = r
+    x = make_tensor(seed, shape, "float32", -4.0, 4.0) + offset
+
+    def fn(m, t):
+        scale, zero_point = ao.choose_qparams_affine(t, mapping, block, dtype, low, high, None, torch.float32,
+                                                     torch.int32 if mapping == "ASYMMETRIC" else dtype, keepdim)
+        q = ao.quantize_affine(t, block, scale, zero_point, dtype, low, high)
+        return scale, zero_point, q, ao.dequantize_affine(q, block, scale, zero_point, dtype, low, high)
+
+    expected, got, _ = export_and_run(Op(fn), [x])
+    for e, o in zip(expected, got):
+        assert_equal(e, o)
+
+
+@given(rows=st.integers(1, 6), groups=st.integers(1, 3), group=st.sampled_from([8, 32]), seed=st.integers(0, 2**16),
+       opset=st.sampled_from([20, 21]), with_zero=st.booleans())
+def test_dequantize_affine_constant_weight(rows, groups, group, seed, opset, with_zero):
+    """A constant int4-in-int8 weight per group: one DequantizeLinear (block_size at opset
+    21, per row when one group); the weight stays an int8 initializer."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randint(-8, 8, (rows, groups * group), generator=g, dtype=torch.int8)
+    scale = torch.rand(rows, groups, generator=g) + 0.01
+    zero = torch.randint(-8, 8, (rows, groups), generator=g, dtype=torch.int8)
+    module = Op(lambda m, t: t + ao.dequantize_affine(m.w, [1, group], m.s, m.z if with_zero else None, torch.int8, -8, 7),
+                w=w, s=scale, z=zero)
+    x = torch.randn(rows, groups * group)
+    (expected,), (got,), onx = export_and_run(module, [x], opset)
+    np.testing.assert_array_equal(expected, got)
+    if groups == 1 or opset >= 21:
+        assert "DequantizeLinear" in {n.op_type for n in onx.graph.node}
+        assert any(i.data_type == 3 and tuple(i.dims) == tuple(w.shape) for i in onx.graph.initializer)
+
+
+@given(m=st.integers(1, 5), k=st.sampled_from([8, 16, 64]), n=st.sampled_from([8, 16]), seed=st.integers(0, 2**16))
+def test_int_mm(m, k, n, seed):
+    """int8 x int8 accumulated in int32: MatMulInteger, exact (extreme values included)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
+    a[0, :] = -128
+    b[:, 0] = -128
+    (expected,), (got,), _ = export_and_run(Op(lambda mod, x, y: torch._int_mm(x, y)), [a, b])
+    assert_equal(expected, got)
