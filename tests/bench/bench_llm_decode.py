@@ -78,29 +78,30 @@ def prompt_ids(n: int) -> np.ndarray:
     return ids.astype(np.int32)[None]
 
 
-def decode(og, model, prompt: int = PROMPT, new: int = NEW) -> float:
-    """Seconds per new token after the first, a ``prompt``-token prompt, ``new`` greedy tokens."""
+def decode(og, model, prompt: int = PROMPT, new: int = NEW, clock=time.perf_counter) -> float:
+    """Seconds per new token after the first, a ``prompt``-token prompt, ``new`` greedy tokens
+    (``clock``: ``time.process_time`` counts the process's CPU time instead)."""
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=prompt + new, min_length=prompt + new, do_sample=False)
     generator = og.Generator(model, params)
     generator.append_tokens(prompt_ids(prompt))
     generator.generate_next_token()  # prefill
-    start, steps = time.perf_counter(), 0
+    start, steps = clock(), 0
     while not generator.is_done():
         generator.generate_next_token()
         steps += 1
-    return (time.perf_counter() - start) / steps
+    return (clock() - start) / steps
 
 
-def prefill(og, model) -> float:
-    """Seconds of the first step after appending a LONG-token prompt."""
+def prefill(og, model, long: int = LONG, clock=time.perf_counter) -> float:
+    """Seconds of the first step after appending a ``long``-token prompt."""
     params = og.GeneratorParams(model)
-    params.set_search_options(max_length=LONG + 1, do_sample=False)
+    params.set_search_options(max_length=long + 1, do_sample=False)
     generator = og.Generator(model, params)
-    start = time.perf_counter()
-    generator.append_tokens(prompt_ids(LONG))
+    start = clock()
+    generator.append_tokens(prompt_ids(long))
     generator.generate_next_token()
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def main() -> None:
@@ -109,13 +110,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--prompt", type=int, default=PROMPT, help="decode's prompt length")
     parser.add_argument("--new", type=int, default=NEW, help="decode's new tokens")
+    parser.add_argument("--long", type=int, default=LONG, help="prefill's prompt length")
     parser.add_argument("--skip-prefill", action="store_true", help="time decode only")
+    parser.add_argument("--cpu", action="store_true",
+                        help="the process's CPU time instead of wall time (a loaded machine)")
+    parser.add_argument("--source", help="a save_pretrained folder with a tokenizer to export "
+                        "instead of the random Llama")
     parser.add_argument("--share-off", action="store_true",
                         help="also run the builder's folder with past_present_share_buffer false")
     parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     root = args.keep or tempfile.mkdtemp(prefix="bench-llm-decode-")
-    source = os.path.join(root, "llama")
+    source = args.source or os.path.join(root, "llama")
     if not os.path.isdir(source):
         save_llama(source)
     folders = {(who, p): export(source, root, who, p)
@@ -128,8 +134,9 @@ def main() -> None:
 
     models = {key: og.Model(folder) for key, folder in folders.items()}
     whats = ("decode",) if args.skip_prefill else ("decode", "prefill")
-    run = {"decode": lambda model: decode(og, model, args.prompt, args.new),
-           "prefill": lambda model: prefill(og, model)}
+    clock = time.process_time if args.cpu else time.perf_counter
+    run = {"decode": lambda model: decode(og, model, args.prompt, args.new, clock),
+           "prefill": lambda model: prefill(og, model, args.long, clock)}
     for model in models.values():  # warm-up: first runs allocate
         for what in whats:
             run[what](model)
@@ -139,8 +146,9 @@ def main() -> None:
             for what in whats:
                 times[key][what].append(run[what](model))
     print(f"load average (uptime): {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"rounds {args.rounds}, median; decode: prompt {args.prompt}, {args.new} new tokens")
-    prefill_head = f"{'prefill 512 ms':>32}" if len(whats) > 1 else ""
+          f"rounds {args.rounds}, median of {'CPU' if args.cpu else 'wall'} times; "
+          f"decode: prompt {args.prompt}, {args.new} new tokens")
+    prefill_head = f"{f'prefill {args.long} ms':>32}" if len(whats) > 1 else ""
     print(f"{'precision':<10}{'decode ms/token':>32}{prefill_head}")
     print(f"{'':<10}" + f"{'tonnx':>11}{'builder':>11}{'ratio':>10}" * len(whats))
     for p in args.precisions:
