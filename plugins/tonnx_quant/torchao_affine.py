@@ -137,8 +137,13 @@ def torchao_choose_qparams_affine(g, sts, outputs, input, mapping_type, block_si
         scale = g.op.Max(g.op.Div(g.op.Sub(high_v, low_v), f32(float(high - low))), f32(eps))
         zero_point = g.op.Sub(f32(low), g.op.Round(g.op.Div(low_v, scale)))
         zero_point = g.op.Clip(zero_point, f32(low), f32(high))
-    shape = shape_tensor(g, [d for i, d in enumerate(params) if keepdim or i not in reduce]
-                         if not keepdim else [s for s in sts.shapes[0]])
+    if keepdim:
+        dims = params
+    elif reduce:
+        dims = [d for i, d in enumerate(params) if i not in reduce]
+    else:  # torch's amin(dim=[]) reduces every dimension: a 0-d result
+        dims = []
+    shape = shape_tensor(g, dims)
     scale_out = g.op.Cast(g.op.Reshape(scale, shape), to=sts.dtypes[0], outputs=[outputs[0]]) if outputs[0] else ""
     zero_out = g.op.Cast(g.op.Reshape(zero_point, shape), to=sts.dtypes[1], outputs=[outputs[1]]) if outputs[1] else ""
     return scale_out, zero_out
