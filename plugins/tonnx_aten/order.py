@@ -112,18 +112,20 @@ def _running(g, sts, self: str, dim: int, maximum: bool) -> tuple[str, str]:
     xt = g.op.Transpose(x, perm=perm) if axis != rank - 1 else x
     earlier, positions = _triangle(g, xt)
     rows = g.op.Unsqueeze(xt, _i64(-2))
+    last = rank  # the window's last axis, counted from the front (onnxruntime 1.31.1 reduces
+    # an empty tensor over a negative axis to the wrong shape)
     fill = _lowest(work, maximum)
     window = g.op.Where(earlier, rows, fill)
     if is_float(work):
         nan = g.op.IsNaN(window)
         window = g.op.Where(nan, fill, window)
-    extreme = (g.op.ReduceMax if maximum else g.op.ReduceMin)(window, _i64(-1), keepdims=1)
+    extreme = (g.op.ReduceMax if maximum else g.op.ReduceMin)(window, _i64(last), keepdims=1)
     hit = g.op.And(g.op.Equal(window, extreme), earlier)
     if is_float(work):
-        any_nan = g.op.Cast(g.op.ReduceMax(g.op.Cast(nan, to=TensorProto.INT8), _i64(-1), keepdims=1), to=TensorProto.BOOL)
+        any_nan = g.op.Cast(g.op.ReduceMax(g.op.Cast(nan, to=TensorProto.INT8), _i64(last), keepdims=1), to=TensorProto.BOOL)
         extreme = g.op.Where(any_nan, operand(g, float("nan"), work), extreme)
         hit = g.op.Or(g.op.And(any_nan, nan), g.op.And(g.op.Not(any_nan), hit))  # no bool Where in onnxruntime
-    index = g.op.ReduceMax(g.op.Where(hit, positions, _i64(-1)), _i64(-1), keepdims=0)
+    index = g.op.ReduceMax(g.op.Where(hit, positions, _i64(-1)), _i64(last), keepdims=0)
     value = g.op.Squeeze(extreme, _i64(-1))
     if axis != rank - 1:
         value, index = g.op.Transpose(value, perm=back), g.op.Transpose(index, perm=back)
@@ -156,14 +158,15 @@ def aten_logcumsumexp(g, sts, outputs, self, dim):
     perm = [a for a in range(rank) if a != axis] + [axis]
     xt = g.op.Transpose(self, perm=perm) if axis != rank - 1 else self
     earlier, _ = _triangle(g, xt)
+    last = rank  # the window's last axis, from the front (as in _running)
     window = g.op.Where(earlier, g.op.Unsqueeze(xt, _i64(-2)), operand(g, float("-inf"), elem))
     nan = g.op.IsNaN(window)
-    any_nan = g.op.Cast(g.op.ReduceMax(g.op.Cast(nan, to=TensorProto.INT8), _i64(-1), keepdims=0), to=TensorProto.BOOL)
+    any_nan = g.op.Cast(g.op.ReduceMax(g.op.Cast(nan, to=TensorProto.INT8), _i64(last), keepdims=0), to=TensorProto.BOOL)
     window = g.op.Where(nan, operand(g, float("-inf"), elem), window)
     # log(sum(exp(x - m))) + m with m the window's max, kept finite (-inf and inf windows)
-    top = g.op.ReduceMax(window, _i64(-1), keepdims=1)
+    top = g.op.ReduceMax(window, _i64(last), keepdims=1)
     shift = g.op.Where(g.op.IsInf(top), operand(g, 0.0, elem), top)
-    total = g.op.ReduceSum(g.op.Exp(g.op.Sub(window, shift)), _i64(-1), keepdims=0)
+    total = g.op.ReduceSum(g.op.Exp(g.op.Sub(window, shift)), _i64(last), keepdims=0)
     result = g.op.Add(g.op.Log(total), g.op.Squeeze(shift, _i64(-1)))
     result = g.op.Where(any_nan, operand(g, float("nan"), elem), result)
     if axis != rank - 1:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import onnxruntime as ort
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tonnx
 from tonnx.testing import check_model, check_op, op_module
 
 COVERS = {
@@ -99,3 +102,23 @@ def test_zero_dim_inputs():
     check_op(lambda t: torch.median(t, 0, True), [x], expect_op="aten::median.dim")
     check_op(lambda t: torch.cummax(t, 0), [x], expect_op="aten::cummax.default")
     check_op(lambda t: torch.logcumsumexp(t, 0), [x], expect_op="aten::logcumsumexp.default")
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin", "logcumsumexp"])
+@pytest.mark.parametrize("shape, dim", [((3, 0), 1), ((0, 4), 1), ((0, 4), 0), ((2, 0, 3), -1), ((0,), 0)])
+def test_running_ops_of_empty_inputs_have_torch_shapes(name, shape, dim):
+    """The running ops reduce a (..., n, n) window over its last axis; onnxruntime 1.31.1
+    reduces an empty tensor over a negative axis to the wrong shape (the graph failed in a
+    Squeeze of (3, 0, 0)), so the axis is counted from the front (issue 31)."""
+    fn = {
+        "cummax": lambda t: tuple(torch.cummax(t, dim)),
+        "cummin": lambda t: tuple(torch.cummin(t, dim)),
+        "logcumsumexp": lambda t: torch.logcumsumexp(t, dim),
+    }[name]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    onx = tonnx.to_onnx(op_module(fn, 1), (x,))
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    want = fn(x)
+    want = list(want) if isinstance(want, tuple) else [want]
+    assert [g.shape for g in got] == [tuple(w.shape) for w in want]

@@ -248,3 +248,17 @@ def test_folding_variadic_max_min():
     assert g.get_constant(g.op.Min(a, b, c)).tolist() == [0, 2]
     assert g.get_constant(g.op.Max(a)).tolist() == [1, 5]
     assert not g.nodes
+
+
+def test_a_constant_removed_by_a_pass_is_not_shared_again():
+    """Pack rewrites run after remove_unused: an equal small constant they ask for must be
+    a live initializer, not the name of one the pass removed (the model would not load)."""
+    g = GraphBuilder(20)
+    g.make_tensor_input("x", TensorProto.FLOAT, (2, 3))
+    unused = g.make_initializer("", np.array([1], dtype=np.int64))
+    g.make_tensor_output(g.op.Identity("x", outputs=["y"]), TensorProto.FLOAT, (2, 3))
+    g.remove_unused()
+    assert unused not in g.constants
+    again = g.make_initializer("", np.array([1], dtype=np.int64))
+    assert again in g.constants
+    assert g.make_initializer("", np.array([1], dtype=np.int64)) == again

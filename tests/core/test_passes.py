@@ -247,3 +247,25 @@ def test_float_arithmetic_on_constants_folds_to_the_runtime_numbers(op, dtype, s
     np.testing.assert_array_equal(got, expected)
     finite = ~np.isnan(expected)
     np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(expected[finite]))
+
+
+def test_reduction_axes_of_known_rank_are_counted_from_the_front():
+    """onnxruntime 1.31.1 reduces an empty tensor over a negative axis to the wrong shape:
+    axes whose input rank is known are rewritten from the front; unknown ranks are left."""
+    from tonnx.builder._reduce_axes import count_reduction_axes_from_front
+
+    def build(g):
+        return [
+            g.op.ReduceMax("x", np.array([-1, 0]), keepdims=1),
+            g.op.Cast(g.op.ArgMin("x", axis=-1, keepdims=0), to=FLOAT),
+            g.op.ReduceSum(g.op.Exp("x"), np.array([-1]), keepdims=0),  # Exp's rank: unknown
+        ]
+
+    g = _graph(build, shape=(2, 0, 3))
+    x = np.zeros((2, 0, 3), dtype=np.float32)
+    assert count_reduction_axes_from_front(g) == 2
+    axes = {n.op_type: n for n in g.nodes}
+    assert g.get_constant(axes["ReduceMax"].inputs[1]).tolist() == [2, 0]
+    assert axes["ArgMin"].attributes["axis"] == 2
+    assert g.get_constant(axes["ReduceSum"].inputs[1]).tolist() == [-1]  # converters' part
+    assert [o.shape for o in _outputs(g, x)[:2]] == [(1, 0, 1), (2, 0)]

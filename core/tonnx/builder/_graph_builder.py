@@ -189,16 +189,18 @@ class GraphBuilder:
         """
         value = _constants.normalize(value)
         key = _constants.dedup_key(value) if dedup else None
-        if key is not None:
-            existing = self._small_constants.get(key)
-            if existing is not None and not name:
-                return existing
+        # the one a pass removed since (remove_unused) is not shared: it is made again
+        existing = None if key is None else self._small_constants.get(key)
+        if existing is not None and existing not in self.constants:
+            existing = None
+        if existing is not None and not name:
+            return existing
         name = self._claim(name) if name else self._claim(self.unique_name(_constants.auto_name(value)))
         self.constants[name] = value
         self.types[name] = _constants.elem_type(value)
         self.shapes[name] = tuple(value.shape)
-        if key is not None:
-            self._small_constants.setdefault(key, name)
+        if key is not None and existing is None:
+            self._small_constants[key] = name
         return name
 
     def make_derived_initializer(self, sources: Sequence[str], compute, shape: tuple[int, ...], dtype) -> str:

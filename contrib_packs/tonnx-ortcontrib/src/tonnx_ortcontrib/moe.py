@@ -361,7 +361,8 @@ def convert_renormalized(
     moe = convert(g, sts, 1, x, router_logits, gate_up, down, top_k, True, *layout)
     probs = g.op.Softmax(router_logits, axis=-1)
     largest, _ = g.op.TopK(probs, np.array([top_k], dtype=np.int64), axis=-1, outputs=2)
-    total = g.op.ReduceSum(largest, np.array([-1], dtype=np.int64), keepdims=1)
+    last = g.get_rank(router_logits) - 1  # from the front: 1.31.1 reduces empty inputs wrong over -1
+    total = g.op.ReduceSum(largest, np.array([last], dtype=np.int64), keepdims=1)
     return g.op.Mul(moe, total, outputs=outputs)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
+from tonnx.builder._reduce_axes import count_reduction_axes_from_front
+
 
 def finish_graph(g, ep, interpreter, registry, config, manager, *, optimize: bool, validate: bool, record=None) -> None:
     """Validation, the builder's passes, pack rewrites and metadata, in that order."""
@@ -19,6 +21,9 @@ def finish_graph(g, ep, interpreter, registry, config, manager, *, optimize: boo
         g.optimize()
         apply_pack_rewrites(g, registry, config)
         g.derive_weight_transposes()  # after the rewrites, which read MatMul(x, Transpose(W))
+    # not an optimization: onnxruntime 1.31.1 reduces empty tensors wrong over negative axes
+    if count_reduction_axes_from_front(g) and optimize:
+        g.remove_unused()  # the negative axes' constants
     drop_unused_domains(g)
     stamp_metadata(g, ep, interpreter, registry, manager)
 
