@@ -107,10 +107,9 @@ def test_constant_inputs_are_folded_when_cheap():
     assert g.is_constant(shape)
     np.testing.assert_array_equal(g.get_constant(shape), [2, 3])
     assert g.nodes == []
-    # a float Add rounds once in IEEE 754, as in the runtime: folded; a Div is not
+    # a float Add is not folded: the runtime might round differently
     g.op.Add(np.array([1.0], dtype=np.float32), np.array([2.0], dtype=np.float32))
-    g.op.Div(np.array([1.0], dtype=np.float32), np.array([3.0], dtype=np.float32))
-    assert [n.op_type for n in g.nodes] == ["Div"]
+    assert [n.op_type for n in g.nodes] == ["Add"]
 
 
 def test_shape_of_static_tensor_is_a_constant():

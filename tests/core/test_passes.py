@@ -208,47 +208,6 @@ def test_and_with_true_is_dropped_unless_it_broadcasts():
         np.testing.assert_array_equal(got, want)
 
 
-
-_FLOAT_TYPES = {np.float16: TensorProto.FLOAT16, np.float32: FLOAT, np.float64: TensorProto.DOUBLE}
-
-
-def _run_unfolded(op: str, inputs: list[np.ndarray], elem: int) -> np.ndarray:
-    """``op`` on ``inputs`` held as initializers, computed by onnxruntime (no folding)."""
-    from onnx import helper, numpy_helper
-
-    names = [f"c{i}" for i in range(len(inputs))]
-    graph = helper.make_graph(
-        [helper.make_node(op, names, ["y"])], "g", [],
-        [helper.make_tensor_value_info("y", elem, None)],
-        [numpy_helper.from_array(v, n) for v, n in zip(inputs, names)],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
-    return run_onnxruntime(model, [])[0]
-
-
-@given(
-    op=st.sampled_from(["Add", "Sub", "Mul", "Neg"]),
-    dtype=st.sampled_from(list(_FLOAT_TYPES)),
-    shape=st.sampled_from([(), (3,), (2, 3)]),
-    data=st.data(),
-)
-def test_float_arithmetic_on_constants_folds_to_the_runtime_numbers(op, dtype, shape, data):
-    """Add/Sub/Mul/Neg of float constants are folded by numpy; each result is onnxruntime's
-    (denormals, infinities, signed zeros and NaN included)."""
-    values = st.floats(width=np.finfo(dtype).bits)
-    a = np.array(data.draw(st.lists(values, min_size=6, max_size=6)), dtype=dtype)[: int(np.prod(shape))]
-    b = np.array(data.draw(st.lists(values, min_size=3, max_size=3)), dtype=dtype)
-    inputs = [a.reshape(shape)] if op == "Neg" else [a.reshape(shape), b]
-    g = GraphBuilder(20)
-    folded = getattr(g.op, op)(*inputs)
-    assert g.nodes == [] and g.is_constant(folded)
-    got, expected = g.get_constant(folded), _run_unfolded(op, inputs, _FLOAT_TYPES[dtype])
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    np.testing.assert_array_equal(got, expected)
-    finite = ~np.isnan(expected)
-    np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(expected[finite]))
-
-
 def test_reduction_axes_of_known_rank_are_counted_from_the_front():
     """onnxruntime 1.31.1 reduces an empty tensor over a negative axis to the wrong shape:
     axes whose input rank is known are rewritten from the front; unknown ranks are left."""

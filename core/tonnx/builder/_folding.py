@@ -189,14 +189,8 @@ _FOLDERS: dict[str, Callable] = {
     "Slice": _slice,
     "ConstantOfShape": _constant_of_shape,
 }
-# Arithmetic folded only on integers: float rounding could differ from the runtime's
-# (Range and CumSum accumulate in an order the runtime chooses, Max/Min differ on NaN).
-_INTEGER_ONLY = {"Max", "Min", "Range", "CumSum"}
-# Elementwise ops IEEE 754 rounds once, as every runtime does: folded on integers and on
-# float16/32/64 too (numpy computes float16 in float32, which rounds float16 sums and
-# products exactly). YOLO's anchor points (arange + 0.5, broadcast and stacked) fold away.
-_EXACT_ARITHMETIC = {"Add", "Sub", "Mul", "Neg"}
-_IEEE_FLOATS = (np.float16, np.float32, np.float64)
+# Arithmetic folded only on integers: float rounding could differ from the runtime's.
+_INTEGER_ONLY = {"Add", "Sub", "Mul", "Neg", "Max", "Min", "Range", "CumSum"}
 
 
 def foldable_op(op_type: str) -> bool:
@@ -219,10 +213,6 @@ def can_fold(g, op_type: str, inputs: list[str]) -> bool:
         if op_type in _INTEGER_ONLY and not _is_integer(g, i):
             # float arithmetic could round differently from the runtime: keep the node
             return False
-        if op_type in _EXACT_ARITHMETIC and not _is_integer_or_ieee(g, i):
-            return False
-    if op_type in _EXACT_ARITHMETIC and len({g.get_constant(i).dtype for i in inputs}) > 1:
-        return False  # numpy would promote and round twice
     return True
 
 
@@ -245,8 +235,3 @@ def _size(shape) -> int:
 
 def _is_integer(g, name: str) -> bool:
     return np.issubdtype(g.get_constant(name).dtype, np.integer)
-
-
-def _is_integer_or_ieee(g, name: str) -> bool:
-    dtype = g.get_constant(name).dtype
-    return np.issubdtype(dtype, np.integer) or dtype in _IEEE_FLOATS
