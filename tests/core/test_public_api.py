@@ -88,3 +88,24 @@ def test_converter_authoring_surface():
     )
     for name in tonnx.converters.__all__:
         assert getattr(tonnx.converters, name) is not None
+
+
+def test_toolkit_surface():
+    """What a pack's command or pipeline may import from tonnx (tonnx.toolkit) is pinned."""
+    import tonnx.toolkit
+
+    assert sorted(tonnx.toolkit.__all__) == sorted(
+        [
+            "Derivation",
+            "Progress",
+            "SafetensorsWeights",
+            "TargetError",
+            "Terminated",
+            "exit_codes",
+            "has_data",
+            "import_module_or_file",
+            "sigterm_raises",
+        ]
+    )
+    for name in tonnx.toolkit.__all__:
+        assert getattr(tonnx.toolkit, name) is not None

@@ -40,3 +40,13 @@ def constant(ctx, name: str):
     """The value of a constant input, None for a runtime one."""
     g = ctx.g
     return g.get_constant(name) if name and g.is_constant(name) else None
+
+
+def only_read_by_pattern(ctx, *names: str) -> bool:
+    """Each intermediate has one reader (the next node of the pattern) and is no output."""
+    return all(ctx.readers(n) == 1 and not ctx.is_output(n) for n in names)
+
+
+def same_dimension(a, b) -> bool:
+    """Two dimensions known to be equal (the same int or the same symbol)."""
+    return a == b and type(a) is type(b)

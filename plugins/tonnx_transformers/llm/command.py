@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 
 EPILOG = """\
@@ -62,7 +61,7 @@ def run(args) -> int:
     import warnings
 
     from tonnx import TonnxError
-    from tonnx.tools.cli import _codes
+    from tonnx.toolkit import Terminated, exit_codes, sigterm_raises
 
     from .export import export_llm
     from .folder import OutputFolderError
@@ -72,9 +71,9 @@ def run(args) -> int:
 
     if args.no_tokenizer and args.tokenizer:
         print("tonnx export-llm: give --tokenizer DIR or --no-tokenizer, not both.", file=sys.stderr)
-        return _codes.USAGE
+        return exit_codes.USAGE
     try:
-        with _sigterm_raises(), _quiet(args.quiet), warnings.catch_warnings(record=True) as said:
+        with sigterm_raises(resignal=False), _quiet(args.quiet), warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", NoTokenizerWarning)
             try:
                 result = export_llm(
@@ -90,43 +89,20 @@ def run(args) -> int:
         return 128 + signal.SIGTERM
     except (SourceError, OutputFolderError) as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
-        return _codes.USAGE
+        return exit_codes.USAGE
     except GreedyCheckError as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
-        return _codes.VERIFY_FAILED
+        return exit_codes.VERIFY_FAILED
     except TonnxError as e:
         print(f"tonnx export-llm: {type(e).__name__}: {e}", file=sys.stderr)
-        return _codes.of_error(e)
+        return exit_codes.of_error(e)
     if not args.quiet:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
         how = "streamed from safetensors" if result.streamed else "loaded in memory by transformers"
         print(f"wrote {result.out}: {', '.join(result.files)}; weights {how} ({phases})")
         if result.check is not None:
             print(result.check.line())
-    return _codes.OK
-
-
-class Terminated(BaseException):
-    """SIGTERM during the export: raised where the process is, so that every ``with`` block
-    (the temporary folder's) is left as on an error. A BaseException: no ``except Exception``
-    on the way swallows it."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """Within: SIGTERM raises :class:`Terminated` (main thread only; restored on leaving)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminated(signum, frame):
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return exit_codes.OK
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ class LLMExport:
 
 
 class _Phases:
-    """The phase shown by tonnx's progress line (``tonnx.tools.cli._progress.Progress``)."""
+    """The phase shown by tonnx's progress line (``tonnx.toolkit.Progress``)."""
 
     current: str | None = None
 
@@ -70,7 +70,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
       ``max_position_embeddings``; needed for models without one, e.g. BLOOM's ALiBi).
     """
     import tonnx
-    from tonnx.tools.cli._progress import Progress
+    from tonnx.toolkit import Progress
 
     spec = _precision.check_precision(precision, block_size)
     _runtime.check_runtime(runtime, precision)

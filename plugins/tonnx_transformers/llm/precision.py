@@ -93,7 +93,7 @@ def torch_dtype(spec: Precision) -> Any:
 
 def export_options(spec: Precision, src: Any, block_size: int | None) -> tuple[Any, list, Any]:
     """(weights=, the extra packs the precision needs, the QuantPlan or None) for ``to_onnx``."""
-    from tonnx.pipeline.write._weights import SafetensorsWeights
+    from tonnx.toolkit import SafetensorsWeights
 
     if spec.bits is None:
         weights = SafetensorsWeights(src.weights, src.aliases, cast_floats=True) if src.weights else None

@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from tonnx.pipeline.write._weights import SafetensorsWeights
+from tonnx.toolkit import SafetensorsWeights
 
 MS_DOMAIN = "com.microsoft"
 #: onnxruntime-genai's builder default for the CPU EP: int8 activations inside MatMulNBits
@@ -175,7 +175,7 @@ def add_parts(plan: QuantPlan, g, weight: str, value, layout: str, names: tuple[
     :class:`QuantizingWeights` fills as the file is written (``plan.pending``)."""
     import torch
 
-    from tonnx.builder._constants import has_data
+    from tonnx.toolkit import has_data
 
     q_name, s_name = names
     if has_data(value):

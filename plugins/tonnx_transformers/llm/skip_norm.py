@@ -20,7 +20,7 @@ from typing import Any
 
 from onnx import TensorProto
 
-from ._rules import MS_DOMAIN, producer, rules_pack
+from ._rules import MS_DOMAIN, only_read_by_pattern, producer, rules_pack, same_dimension
 
 
 def skip_norm_pack() -> Any:
@@ -34,7 +34,7 @@ def skip_norm_pack() -> Any:
 
 def skip_norm(ctx, node):
     """``Mul(w, x / sqrt(mean(x ** 2, -1) + eps))``, ``x = Add(a, b)`` -> the fused op."""
-    from tonnx_aten.rewrites._patterns import only_read_by_pattern, same
+    # the aten pack's RMSNorm matcher (a public module of the pack shipped with tonnx)
     from tonnx_aten.rewrites.rms_norm import normalized
 
     g = ctx.g
@@ -52,7 +52,7 @@ def skip_norm(ctx, node):
             return None
         shape_a, shape_b, shape_w = g.get_shape(a), g.get_shape(b), g.get_shape(scale)
         if shape_a is None or shape_b is None or len(shape_a) != len(shape_b) or \
-                not all(same(p, q) for p, q in zip(shape_a, shape_b)):
+                not all(same_dimension(p, q) for p, q in zip(shape_a, shape_b)):
             return None
         if axes is None or [axis % len(shape_a) for axis in axes] != [len(shape_a) - 1]:
             return None

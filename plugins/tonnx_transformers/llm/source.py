@@ -166,11 +166,11 @@ def checkpoint_names(model: Any, stored: Container[str], stacked: Container[str]
 
 
 def _from_callable(spec: str, tokenizer: str | None, dtype: Any) -> Source:
-    from tonnx.tools.cli._target import TargetError, _import
+    from tonnx.toolkit import TargetError, import_module_or_file
 
     where, _, name = spec.rpartition(":")
     try:
-        func = _import(where)
+        func = import_module_or_file(where)
     except TargetError as e:
         raise SourceError(f"SOURCE {spec!r}: {e}") from e
     for part in name.split("."):

@@ -4,7 +4,7 @@ transformers 5 loads a mixture-of-experts checkpoint (one matrix an expert: Mixt
 ``w1``/``w3``/``w2``, Qwen3-MoE's and OLMoE's ``gate_proj``/``up_proj``/``down_proj``) into
 stacked parameters (``experts.gate_up_proj`` ``[E, 2I, H]``, ``experts.down_proj``) with the
 weight converters of its ``conversion_mapping``. To stream such a folder, each stacked tensor
-becomes a :class:`~tonnx.builder._derived.Derivation`: its sources are its checkpoint tensors,
+becomes a :class:`~tonnx.toolkit.Derivation`: its sources are its checkpoint tensors,
 in the order transformers collects them, and its computation runs a copy of transformers' own
 converter on them. The writer computes it when it writes the tensor (or a tensor derived from
 it, such as onnxruntime's interleaved ``fc1``), so one layer's experts are in memory at a time.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tonnx.builder._derived import Derivation
+from tonnx.toolkit import Derivation
 
 
 def stacked_tensors(model: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, Derivation]:

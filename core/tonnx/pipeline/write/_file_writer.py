@@ -43,7 +43,7 @@ from onnx import GraphProto, ModelProto, TensorProto
 from tonnx._errors import OutputFileError
 from tonnx.builder import _proto
 from tonnx.pipeline.write import _sinks
-from tonnx.pipeline.write._interrupt import cleanup_on_sigterm
+from tonnx._sigterm import sigterm_raises
 from tonnx.pipeline.write._sinks import as_bytes, load_checked, prefetch
 
 _TMP_MARK = ".tmp-tonnx-"
@@ -375,7 +375,7 @@ def save(g, filename: str, *, external_data: bool, payload=None, ranges=None) ->
     files = ModelFile(filename)
     files.probe(external_data=external_data)
     files.clean_stale()
-    with cleanup_on_sigterm():
+    with sigterm_raises(resignal=True):
         if external_data:
             return _save_external(g, files, payload, ranges)
         return _save_inline(g, files, payload)
@@ -442,7 +442,7 @@ def write_file(filename: str, data: bytes, *, what: str = "filename") -> None:
     files.clean_stale()
     tmp = files.tmp(files.base)
     was = files.existing(files.base)
-    with cleanup_on_sigterm():
+    with sigterm_raises(resignal=True):
         try:
             with open(tmp, "wb") as f:
                 f.write(data)

@@ -48,7 +48,7 @@ def load(spec: str) -> Target:
     where, sep, name = spec.rpartition(":")
     if not sep or not where or not name:
         raise TargetError(f"{spec!r}: expected MODULE_OR_FILE:CALLABLE, e.g. mymodels.py:make_model.")
-    module = _import(where)
+    module = import_module_or_file(where)
     func = module
     for part in name.split("."):
         if not hasattr(func, part):
@@ -59,7 +59,9 @@ def load(spec: str) -> Target:
     return _check(spec, func())
 
 
-def _import(where: str):
+def import_module_or_file(where: str):
+    """The module ``where`` names: a ``.py`` file (its folder put on ``sys.path``) or a dotted
+    name importable from the current folder; :class:`TargetError` when neither."""
     if where.endswith(".py") or os.path.sep in where or os.path.isfile(where):
         path = os.path.abspath(where)
         if not os.path.isfile(path):
