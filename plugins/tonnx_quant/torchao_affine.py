@@ -16,6 +16,7 @@ import numpy as np
 from tonnx import UnsupportedError
 from tonnx.converters import Converter, cast, shape_of, shape_tensor, torch_dtype
 
+from ._four_bit import as_four_bit, four_bit_type, transposed_blocks
 from ._qparams import FLOAT, constant, dtype_range, qdq_accepts, quant_type, reciprocal
 
 
@@ -68,9 +69,10 @@ def torchao_quantize_affine(g, sts, outputs, input, block_size, scale, zero_poin
     return g.op.Reshape(y, g.op.Shape(input), outputs=outputs)
 
 
-def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size):
+def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size, quant_range):
     """One DequantizeLinear for a constant 2-D weight quantized per row or per group of its
-    rows (the QDQ form: the weight stays int8); None when the case is another."""
+    rows (the QDQ form: the weight stays int8, or int4 when its range fits in four bits from
+    opset 21); None when the case is another."""
     shape = g.get_shape(input)
     w, s = constant(g, input), constant(g, scale)
     z = constant(g, zero_point) if zero_point is not None else np.zeros((), np.int8)
@@ -83,12 +85,18 @@ def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size):
     info = np.iinfo(w.dtype)
     if np.any(z < info.min) or np.any(z > info.max):
         return None
-    s = s.reshape(rows, groups)
-    z = np.broadcast_to(z, (rows, groups)).reshape(rows, groups).astype(w.dtype)
-    if groups == 1:
-        return g.op.DequantizeLinear(input, s.reshape(rows), z.reshape(rows), axis=0, outputs=outputs)
-    if g.main_opset < 21:
+    if groups > 1 and g.main_opset < 21:
         return None
+    shape = (rows, groups) if groups > 1 else (rows,)
+    s = s.reshape(shape)
+    z = np.broadcast_to(z, (rows, groups)).reshape(shape).astype(w.dtype)
+    four_bit = four_bit_type(g, w, z, *quant_range)
+    if four_bit is not None and groups > 1:
+        return transposed_blocks(g, outputs, input, w, s, z, block, four_bit)
+    if four_bit is not None:
+        input, z = as_four_bit(g, input, w, four_bit), as_four_bit(g, f"{input}_zero_point", z, four_bit)
+    if groups == 1:
+        return g.op.DequantizeLinear(input, s, z, axis=0, outputs=outputs)
     return g.op.DequantizeLinear(input, s, z, axis=1, block_size=block, outputs=outputs)
 
 
@@ -101,7 +109,7 @@ def torchao_dequantize_affine(g, sts, outputs, input, block_size, scale, zero_po
     _float32(g, scale, "dequantize_affine's scale")
     if zero_point is not None and g.get_shape(zero_point) == (0,):
         zero_point = None
-    found = _blocked_dequantize(g, outputs, input, scale, zero_point, elem, list(block_size))
+    found = _blocked_dequantize(g, outputs, input, scale, zero_point, elem, list(block_size), (quant_min, quant_max))
     if found is not None:
         return found
     view, _, params = _blocks(g, input, block_size)

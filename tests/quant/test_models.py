@@ -18,6 +18,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from onnx import TensorProto
 
 import tonnx
 
@@ -182,7 +183,7 @@ class Logits(torch.nn.Module):
 @pytest.mark.parametrize("scheme", ["int8_weight_only", "int4_weight_only", "int8_dynamic"])
 def test_torchao_llama(scheme):
     """A small Llama through torchao's quantize_ (tensor subclasses unwrapped, as torchao
-    documents for export). int4 (group 32) keeps int8-held weights with a blocked
+    documents for export). int4 (group 32) weights are INT4 initializers with a blocked
     DequantizeLinear at opset 21; int8 weight-only is torchao's x @ w.float() * scale, whose
     cast of a constant tonnx folds (float weights, as torch.onnx). Dynamic activations flip
     a step where the float ops before them round differently: 0.0063 measured on logits."""
@@ -206,8 +207,10 @@ def test_torchao_llama(scheme):
     unwrap_tensor_subclass(model)
     ids = torch.randint(0, 256, (2, 8), generator=torch.Generator().manual_seed(0))
     onx = tonnx.to_onnx(Logits(model), (ids,), target_opset=21)
-    if scheme != "int8_weight_only":
-        assert int8_weights(onx) >= 7  # q, k, v, o, gate, up, down
+    if scheme == "int4_weight_only":  # q, k, v, o, gate, up, down, lm_head: INT4, two values a byte
+        assert sum(1 for i in onx.graph.initializer if i.data_type == TensorProto.INT4) == 8
+    else:
+        assert int8_weights(onx) >= 7
     with torch.no_grad():
         expected = Logits(model)(ids).numpy()
     np.testing.assert_allclose(run(onx, [ids]), expected, atol=atol, rtol=0)

@@ -11,6 +11,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from onnx import TensorProto
+
+from tonnx.converters import onnx_type_from_torch
 from tonnx.testing import make_tensor
 
 from ._check import Op, assert_equal, export_and_run
@@ -61,23 +64,33 @@ def test_choose_quantize_dequantize_affine(case, r, mapping, seed, offset, keepd
         assert_equal(e, o)
 
 
+#: (torch dtype, quant_min, quant_max, ONNX type of the weight at opset 21)
+WEIGHT_RANGES = [(torch.int8, -8, 7, TensorProto.INT4), (torch.uint8, 0, 15, TensorProto.UINT4),
+                 (torch.int8, -128, 127, TensorProto.INT8), (torch.int8, -7, 7, TensorProto.INT4)]
+
+
 @given(rows=st.integers(1, 6), groups=st.integers(1, 3), group=st.sampled_from([8, 32]), seed=st.integers(0, 2**16),
-       opset=st.sampled_from([20, 21]), with_zero=st.booleans())
-def test_dequantize_affine_constant_weight(rows, groups, group, seed, opset, with_zero):
-    """A constant int4-in-int8 weight per group: one DequantizeLinear (block_size at opset
-    21, per row when one group); the weight stays an int8 initializer."""
+       opset=st.sampled_from([20, 21]), with_zero=st.booleans(), r=st.sampled_from(WEIGHT_RANGES))
+def test_dequantize_affine_constant_weight(rows, groups, group, seed, opset, with_zero, r):
+    """A constant weight per row or per group: one DequantizeLinear (block_size at opset 21);
+    the weight stays an 8-bit initializer, or from opset 21 a 4-bit one when its range fits
+    (INT4/UINT4, stored transposed with axis 0 when blocked: the layout onnxruntime fuses)."""
+    dtype, low, high, elem = r
     g = torch.Generator().manual_seed(seed)
-    w = torch.randint(-8, 8, (rows, groups * group), generator=g, dtype=torch.int8)
+    w = torch.randint(low, high + 1, (rows, groups * group), generator=g, dtype=dtype)
+    w[0, 0], w[-1, -1] = low, high  # both ends of the range
     scale = torch.rand(rows, groups, generator=g) + 0.01
-    zero = torch.randint(-8, 8, (rows, groups), generator=g, dtype=torch.int8)
-    module = Op(lambda m, t: t + ao.dequantize_affine(m.w, [1, group], m.s, m.z if with_zero else None, torch.int8, -8, 7),
+    zero = torch.randint(low, high + 1, (rows, groups), generator=g, dtype=dtype)
+    module = Op(lambda m, t: t + ao.dequantize_affine(m.w, [1, group], m.s, m.z if with_zero else None, dtype, low, high),
                 w=w, s=scale, z=zero)
     x = torch.randn(rows, groups * group)
     (expected,), (got,), onx = export_and_run(module, [x], opset)
     np.testing.assert_array_equal(expected, got)
     if groups == 1 or opset >= 21:
         assert "DequantizeLinear" in {n.op_type for n in onx.graph.node}
-        assert any(i.data_type == 3 and tuple(i.dims) == tuple(w.shape) for i in onx.graph.initializer)
+        kept = elem if opset >= 21 else onnx_type_from_torch(dtype)
+        dims = (groups * group, rows) if kept in (TensorProto.INT4, TensorProto.UINT4) and groups > 1 else (rows, groups * group)
+        assert [i.data_type for i in onx.graph.initializer if tuple(i.dims) == dims] == [kept]
 
 
 @given(m=st.integers(1, 5), k=st.sampled_from([8, 16, 64]), n=st.sampled_from([8, 16]), seed=st.integers(0, 2**16))

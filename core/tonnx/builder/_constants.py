@@ -67,7 +67,8 @@ def dedup_key(value) -> tuple | None:
     """Content key of a small value, None for a large one (never compared)."""
     if not isinstance(value, np.ndarray) or value.size > DEDUP_MAX_ELEMENTS:
         return None
-    return (value.dtype.str, value.shape, value.tobytes())
+    # dtype.name too: int4, uint4 and the float8 types share the str '<V1'
+    return (value.dtype.str, value.dtype.name, value.shape, value.tobytes())
 
 
 def auto_name(value) -> str:

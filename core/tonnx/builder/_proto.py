@@ -13,13 +13,13 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from tonnx._errors import OutputFileError
-from tonnx.builder import _constants
+from tonnx.builder import _constants, _packed4
 
 
 def nbytes(value) -> int:
     """Size of a constant's data, known without reading it (also for ``meta`` tensors)."""
     if isinstance(value, np.ndarray):
-        return value.nbytes
+        return _packed4.packed_nbytes(value) if _packed4.is_four_bit(value) else value.nbytes
     return value.numel() * value.element_size()
 
 
@@ -29,6 +29,8 @@ def tensor_array(value) -> np.ndarray:
     if not isinstance(value, np.ndarray):
         value = value.detach()
     data = _constants.as_numpy(value)
+    if _packed4.is_four_bit(data):
+        return _packed4.packed(data)
     if sys.byteorder != "little" and data.dtype.itemsize > 1:
         data = data.byteswap()
     return data
@@ -156,7 +158,8 @@ def _fill_tensor(proto: TensorProto, name: str, value, sink) -> None:
         raise no_data_error(name)
     else:
         # the one copy protobuf requires (tobytes' temporary is freed at once)
-        proto.raw_data = _constants.as_numpy(value).tobytes()
+        data = _constants.as_numpy(value)
+        proto.raw_data = (_packed4.packed(data) if _packed4.is_four_bit(data) else data).tobytes()
 
 
 def _fill_node(proto: onnx.NodeProto, node, external_data) -> None:
