@@ -77,6 +77,11 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     if is_vision_language(source):  # vision encoder, embedding and decoder: vision/export.py
         return export_vlm(source, out, precision=precision, block_size=block_size, verify=verify, tokenizer=tokenizer,
                           progress=progress, runtime=runtime, context_length=context_length)
+    from .speech import speech_exporter
+
+    if (speech := speech_exporter(source)) is not None:  # Whisper (encoder and decoder): speech/
+        return speech(source, out, precision=precision, block_size=block_size, verify=verify, tokenizer=tokenizer,
+                      progress=progress, runtime=runtime, context_length=context_length)
     spec = _precision.check_precision(precision, block_size)
     _runtime.check_runtime(runtime, precision)
     if context_length is not None and (not isinstance(context_length, int) or context_length < 2):
