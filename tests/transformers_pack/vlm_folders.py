@@ -1,11 +1,14 @@
-"""A tiny random Qwen2.5-VL saved as a transformers folder, an image, and transformers' answer.
+"""Tiny random vision-language models saved as transformers folders, an image, and
+transformers' answer: Qwen2.5-VL and Mistral3.
 
-Vision: 2 blocks (one windowed, one full), hidden 32; text: 2 layers, hidden 64, vocab 264
-(the 256 byte symbols, then the vision tokens). ``preprocessor_config.json`` is written as
-``Qwen2VLImageProcessor.save_pretrained`` writes it (the README environment has neither
-PIL nor torchvision, which transformers' image processors need), and :func:`pixel_values`
-computes what that processor gives for an image whose size needs no resizing (a multiple
-of 28 within min/max pixels): rescale, normalize, patches in 2x2 units.
+Qwen2.5-VL: vision 2 blocks (one windowed, one full), hidden 32; text 2 layers, hidden 64,
+vocab 264 (the 256 byte symbols, then the vision tokens). Mistral3: Pixtral 2 layers, hidden
+32; Mistral text 2 layers, hidden 64. ``preprocessor_config.json`` is written as the image
+processor's ``save_pretrained`` writes it (the README environment has neither PIL nor
+torchvision, which transformers' image processors need), and :func:`pixel_values` /
+:func:`pixtral_pixel_values` compute what those processors give for an image whose size
+needs no resizing (sides multiples of 28, within the size limits): rescale, normalize, and
+for Qwen patches in 2x2 units.
 """
 
 from __future__ import annotations
@@ -43,15 +46,15 @@ def qwen2_5_vl_config():
         image_token_id=IMAGE, video_token_id=VIDEO, vision_start_token_id=START, vision_end_token_id=END, **ids)
 
 
-def tokenizer():
-    """llm_folders' byte-level BPE with the four vision tokens added (ids 256..259)."""
+def tokenizer(special=VISION_TOKENS):
+    """llm_folders' byte-level BPE with four special tokens added (ids 256..259)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     symbols = sorted(pre_tokenizers.ByteLevel.alphabet())
     tok = Tokenizer(models.BPE({s: i for i, s in enumerate(symbols)}, []))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in VISION_TOKENS])
+    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in special])
     return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=symbols[1], eos_token=symbols[2])
 
 
@@ -120,3 +123,49 @@ def genai_run(og, out, image_path, prompt: str, n: int) -> tuple[list[int], list
         generator.generate_next_token()
         got.append(int(generator.get_next_tokens()[0]))
     return ids, got, inputs["pixel_values"].as_numpy()
+
+
+MISTRAL3_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]", "[INST]"]
+PIXTRAL_PREPROCESSOR = {
+    "image_processor_type": "PixtralImageProcessor", "do_resize": True, "size": {"longest_edge": 1540},
+    "patch_size": {"height": 14, "width": 14}, "resample": 3, "do_rescale": True, "rescale_factor": 1 / 255,
+    "do_normalize": True, "image_mean": MEAN, "image_std": STD, "do_convert_rgb": True,
+}
+
+
+def save_mistral3_folder(folder, seed: int = 0):
+    """A Mistral3 folder ([IMG] is id 256); initializer_range 0.3: at transformers' default
+    the tiny model repeats one token after the image."""
+    ids = dict(bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config = transformers.Mistral3Config(
+        text_config=dict(model_type="mistral", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, intermediate_size=128, vocab_size=264, max_position_embeddings=512,
+                         head_dim=16, initializer_range=0.3, **ids),
+        vision_config=dict(model_type="pixtral", hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, patch_size=14, image_size=224, head_dim=16),
+        image_token_id=256, spatial_merge_size=2, vision_feature_layer=-1, initializer_range=0.3, **ids)
+    torch.manual_seed(seed)
+    model = transformers.Mistral3ForConditionalGeneration(config).eval()
+    model.save_pretrained(folder)
+    tokenizer(MISTRAL3_TOKENS).save_pretrained(folder)
+    (folder / "preprocessor_config.json").write_text(json.dumps(PIXTRAL_PREPROCESSOR, indent=2))
+    return model
+
+
+def pixtral_pixel_values(rgb: np.ndarray) -> np.ndarray:
+    """PixtralImageProcessor's ``pixel_values [1, 3, H, W]`` for ``rgb`` (no resize)."""
+    x = (rgb.astype(np.float32) / 255 - np.float32(MEAN)) / np.float32(STD)
+    return np.ascontiguousarray(x.transpose(2, 0, 1)[None])
+
+
+def mistral3_tokens(model, input_ids: list[int], rgb: np.ndarray, n: int) -> list[int]:
+    """transformers' ``generate(do_sample=False)`` on the prompt and the image, cut at eos."""
+    ids = torch.tensor([input_ids])
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                             pixel_values=torch.from_numpy(pixtral_pixel_values(rgb)),
+                             image_sizes=torch.tensor([list(rgb.shape[:2])]), max_new_tokens=n, do_sample=False,
+                             pad_token_id=0)
+    want = out[0, len(input_ids):].tolist()
+    eos = model.generation_config.eos_token_id
+    return want[: want.index(eos) + 1] if eos in want else want

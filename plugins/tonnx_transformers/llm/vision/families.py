@@ -22,14 +22,19 @@ def _qwen2_5_vl() -> Any:
     return Qwen2_5_VL()
 
 
+def _mistral3() -> Any:
+    from .mistral3_family import Mistral3
+
+    return Mistral3()
+
+
 #: model_type -> the family's factory
-FAMILIES = {"qwen2_5_vl": _qwen2_5_vl}
+FAMILIES = {"qwen2_5_vl": _qwen2_5_vl, "mistral3": _mistral3}
 
 #: vision-language types onnxruntime-genai 0.18 runs that export-llm does not write yet
 NOT_YET = {
     "qwen3_vl": "its vision encoder (deepstack features fed to three decoder layers) is not written yet",
-    "gemma3": "its vision encoder and embedding graphs are not written yet",
-    "mistral3": "its Pixtral vision encoder is not written yet",
+    "gemma3": "its decoder needs the image tokens' bidirectional attention of the prompt, not written yet",
     "phi3_v": "its vision encoder is not written yet",
 }
 

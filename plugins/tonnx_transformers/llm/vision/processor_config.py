@@ -49,3 +49,36 @@ def qwen2_vl_pipeline(pre: dict) -> dict:
             merge_size=merge),
     ]
     return {"processor": {"name": "qwen2_5_image_processor", "transforms": transforms}}
+
+
+def pixtral_pipeline(pre: dict, *, merge: int) -> dict:
+    """The pipeline of a Pixtral image processor's settings ``pre`` (Mistral3).
+
+    onnxruntime-genai's ``mistral3`` processor needs sizes that are multiples of
+    ``patch_size * merge``; transformers' Pixtral processor scales the longest edge down to
+    ``longest_edge`` and rounds each side up to a multiple of ``patch_size``. The resize
+    here rounds each side to the nearest multiple of ``patch_size * merge`` within a budget
+    of ``longest_edge ** 2`` pixels (onnxruntime-extensions' ``smart_resize``): an image
+    whose sides are already such multiples, within the budget, is not resized by either
+    (and gives transformers' pixel values); another is resized to a size transformers'
+    processor would not choose."""
+    size = pre.get("size") or {}
+    longest = int(size.get("longest_edge") or size.get("height") or 1024)
+    patch = pre.get("patch_size", 16)
+    patch = int(patch.get("height", 16) if isinstance(patch, dict) else patch)
+    resample = pre.get("resample", 3)
+    if resample not in _INTERPOLATION:
+        raise UnsupportedError(f"preprocessor_config.json: resample {resample!r} has no onnxruntime-extensions "
+                               f"interpolation ({sorted(_INTERPOLATION)} do).")
+    factor = patch * merge
+    transforms = [
+        _op("decode_image", "DecodeImage", color_space="RGB"),
+        _op("resize", "Resize", smart_resize=1, min_pixels=factor * factor, max_pixels=longest * longest,
+            patch_size=patch, merge_size=merge, interpolation=_INTERPOLATION[resample]),
+        _op("rescale", "Rescale", rescale_factor=float(pre.get("rescale_factor", 1 / 255))),
+        _op("normalize", "Normalize", mean=[float(v) for v in pre["image_mean"]],
+            std=[float(v) for v in pre["image_std"]]),
+        _op("to_channel_first", "Permute3D", dims=[2, 0, 1]),
+        _op("image_sizes", "PixtralImageSizes"),
+    ]
+    return {"processor": {"name": "pixtral_image_processor", "transforms": transforms}}
