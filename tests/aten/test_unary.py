@@ -545,3 +545,24 @@ def test_bfloat16(shape, opset, seed):
     check_op(
         model, [x], expect_op=keys, target_opset=opset, runtime="reference", atol=2e-2, rtol=2e-2
     )
+
+
+@given(
+    shape=shapes,
+    seed=seeds,
+    near=st.sampled_from([-3.0, 3.0, 0.0]),
+    spread=st.sampled_from([1e-6, 1e-3, 4.0]),
+)
+def test_hardswish_hardsigmoid_are_single_ops_in_float32(shape, seed, near, spread):
+    """float32 hardswish/hardsigmoid are ONNX HardSwish/HardSigmoid (onnxruntime runs them
+    inside the convolution before): within float32 rounding of torch, the kinks included."""
+    x = make(seed, shape, torch.float32, near - spread, near + spread)
+
+    def model(t):
+        return F.hardswish(t), F.hardsigmoid(t)
+
+    keys = ["aten::hardswish.default", "aten::hardsigmoid.default"]
+    onx = check_op(model, [x], expect_op=keys, atol=1e-6, rtol=1e-6)
+    ops = [n.op_type for n in onx.graph.node]
+    assert ops.count("HardSwish") == 1 and ops.count("HardSigmoid") == 1, ops
+    assert "Clip" not in ops, ops
