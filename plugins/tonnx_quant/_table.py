@@ -12,6 +12,8 @@ FAMILIES = (
     "per_token",
     "choose_qparams",
     "groupwise",
+    "fake_quant",
+    "int8_weight",
 )
 
 #: torchao's ops exist only once torchao is imported: converted when it is installed.

@@ -128,6 +128,30 @@ def test_qat_converted_model():
     np.testing.assert_array_equal(run(onx, [x]), expected)
 
 
+def test_qat_prepared_model():
+    """A model prepared for QAT (before convert_pt2e), observers off: its fake quantization
+    becomes QuantizeLinear + DequantizeLinear with the scales torch chooses from the running
+    statistics; within one step where QuantizeLinear's division meets a rounding tie that
+    torch's multiplication by 1 / scale does not (test_fake_quant.py): atol 1e-5 measured 0."""
+    from torchao.quantization.pt2e import disable_observer
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8)).train()
+    program = torch.export.export(model, (x,)).module()
+    config = get_symmetric_quantization_config(is_per_channel=True, is_qat=True)
+    prepared = prepare_qat_pt2e(program, XNNPACKQuantizer().set_global(config))
+    prepared(x)
+    move_exported_model_to_eval(prepared)
+    prepared.apply(disable_observer)
+    onx = tonnx.to_onnx(prepared, (x,))
+    ops = [n.op_type for n in onx.graph.node]
+    assert ops.count("QuantizeLinear") == 5 and ops.count("DequantizeLinear") == 5, ops
+    with torch.no_grad():
+        expected = prepared(x).numpy()
+    np.testing.assert_allclose(run(onx, [x]), expected, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("name, steps", [("resnet18", 4), ("mobilenet_v2", 1)])
 def test_pt2e_torchvision(name, steps):
     """resnet18: 3.0 output steps measured (a float Conv summed in another order flips a
@@ -185,7 +209,7 @@ def test_torchao_llama(scheme):
     """A small Llama through torchao's quantize_ (tensor subclasses unwrapped, as torchao
     documents for export). int4 (group 32) weights are INT4 initializers with a blocked
     DequantizeLinear at opset 21; int8 weight-only is torchao's x @ w.float() * scale, whose
-    cast of a constant tonnx folds (float weights, as torch.onnx). Dynamic activations flip
+    cast of the constant int8 weight is DequantizeLinear(w, 1.0) (int8 in the file). Dynamic activations flip
     a step where the float ops before them round differently: 0.0063 measured on logits."""
     from torchao.quantization import (
         Int8DynamicActivationInt8WeightConfig,
@@ -207,6 +231,7 @@ def test_torchao_llama(scheme):
     unwrap_tensor_subclass(model)
     ids = torch.randint(0, 256, (2, 8), generator=torch.Generator().manual_seed(0))
     onx = tonnx.to_onnx(Logits(model), (ids,), target_opset=21)
+    # int8 weight-only: the cast of the int8 weight is DequantizeLinear(w, 1.0), kept int8
     if scheme == "int4_weight_only":  # q, k, v, o, gate, up, down, lm_head: INT4, two values a byte
         assert sum(1 for i in onx.graph.initializer if i.data_type == TensorProto.INT4) == 8
     else:

@@ -1,0 +1,41 @@
+"""The cast of a constant 8-bit matrix to float32 (torchao's int8 weight-only linears) is
+DequantizeLinear(w, 1.0): the same values, checked against torch in onnxruntime, with the
+weight kept an 8-bit initializer; a cast computed at run time stays a Cast."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ._check import Op, export_and_run
+
+COVERS = {"aten::_to_copy.default", "aten::to.dtype"}
+
+
+@given(rows=st.integers(1, 6), columns=st.integers(1, 6), dtype=st.sampled_from([torch.int8, torch.uint8]),
+       seed=st.integers(0, 2**16), constant=st.booleans(), method=st.sampled_from(["to", "float"]))
+def test_integer_matrix_to_float32(rows, columns, dtype, seed, constant, method):
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randint(info.min, info.max + 1, (rows, columns), generator=g, dtype=dtype)
+    w.view(-1)[0] = info.min
+    x = torch.randn(rows, columns, generator=g)
+
+    def cast(t):
+        return t.to(torch.float32) if method == "to" else t.float()
+
+    if constant:
+        module, args = Op(lambda m, a: a * cast(m.w), w=w), [x]
+    else:
+        module, args = Op(lambda m, a, b: a * cast(b)), [x, w]
+    (expected,), (got,), onx = export_and_run(module, args)
+    np.testing.assert_array_equal(expected, got)
+    ops = [n.op_type for n in onx.graph.node]
+    if constant:
+        assert "DequantizeLinear" in ops and "Cast" not in ops, ops
+        kind = 3 if dtype == torch.int8 else 2
+        assert [i.data_type for i in onx.graph.initializer if tuple(i.dims) == (rows, columns)] == [kind]
+    else:
+        assert "Cast" in ops and "DequantizeLinear" not in ops, ops
