@@ -49,14 +49,17 @@ def measure_child(feeds_path: str, threads: int, budget: float, block: float, cl
 
     with np.load(feeds_path) as npz:
         feeds = {name: npz[name] for name in npz.files}
-    runs = warm_sessions(paths, feeds, threads)
+    runs = warm_sessions(paths, feeds, threads, spinning=clock != "process")
     print(json.dumps(turn_medians_ms(runs, budget, block, CLOCKS[clock])))
 
 
-#: wall time, or the CPU time of the calling thread: with one intra-op thread onnxruntime
-#: runs every kernel on it, and its CPU time does not count the time other processes held
-#: the core (on a 2-core VM at load 10 wall medians move by 25% from round to round)
-CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+#: wall time, the CPU time of the calling thread (``cpu``: with one intra-op thread
+#: onnxruntime runs every kernel on it, and its CPU time does not count the time other
+#: processes held the core; on a 2-core VM at load 10 wall medians move by 25% from round
+#: to round, at load 13 a 2-thread run took 6x its CPU time), or the CPU time of the whole
+#: process (``process``, several threads; their spinning turned off, so it counts work and
+#: wake-ups, not waiting: the cost of a run on a shared machine, not its latency)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time, "process": time.process_time}
 
 
 def turn_medians_ms(runs: list, budget: float, block: float, clock) -> list[float]:
@@ -100,16 +103,19 @@ def measure_rounds(paths: dict, feeds_path: str, threads: int, rounds: int, budg
 # -- export and check ---------------------------------------------------------------------------
 
 
-def export_both(model, args, folder: str, name: str, opset: int | None, packs: list[str], reuse: bool) -> dict:
+def export_both(
+    model, args, folder: str, name: str, opset: int | None, packs: list[str], reuse: bool, tonnx_opset: int | None = None
+) -> dict:
     """Writes ``name``.tonnx.onnx and ``name``.torch.onnx (kept when ``reuse`` and already
-    there: torch.onnx's graph does not change between two runs); returns their paths."""
+    there: torch.onnx's graph does not change between two runs); returns their paths.
+    ``tonnx_opset`` is tonnx's alone (default: ``opset``)."""
     import onnx
     import torch
     import tonnx
 
     paths = {"tonnx": os.path.join(folder, f"{name}.tonnx.onnx"), "torch.onnx": os.path.join(folder, f"{name}.torch.onnx")}
     begin = time.perf_counter()
-    kwargs = {"target_opset": opset} if opset else {}
+    kwargs = {"target_opset": tonnx_opset or opset} if tonnx_opset or opset else {}
     onnx.save(tonnx.to_onnx(model, args, dispatcher=tonnx.Dispatcher(packs=packs), **kwargs), paths["tonnx"])
     seconds = {"tonnx": time.perf_counter() - begin}
     if reuse and os.path.exists(paths["torch.onnx"]):
@@ -170,7 +176,9 @@ def bench_one(name: str, build, folder: str, options) -> dict:
     model, args = build()
     flat = [t.numpy() for t in torch.utils._pytree.tree_leaves(args)]
     expected = expected_outputs(model, args)
-    exported = export_both(model, args, folder, name, options.opset, options.packs, options.reuse_torch_onnx)
+    exported = export_both(
+        model, args, folder, name, options.opset, options.packs, options.reuse_torch_onnx, options.tonnx_opset
+    )
     paths = exported["paths"]
     row = {"model": name, "nodes tonnx": node_count(paths["tonnx"]), "nodes torch.onnx": node_count(paths["torch.onnx"])}
     row["err tonnx"] = ort_error(paths["tonnx"], flat, expected)
@@ -185,7 +193,7 @@ def bench_one(name: str, build, folder: str, options) -> dict:
     torch_names = [i.name for i in onnxruntime.InferenceSession(paths["torch.onnx"], providers=["CPUExecutionProvider"]).get_inputs()]
     np.savez(feeds_path, **{**dict(zip(names, flat)), **dict(zip(torch_names, flat))})
     for threads in options.threads:
-        clock = "cpu" if options.cpu_time and threads == 1 else "wall"
+        clock = ("cpu" if threads == 1 else "process") if options.cpu_time else "wall"
         ms = measure_rounds(paths, feeds_path, threads, options.rounds, options.budget, options.block, clock)
         ratios = [a / b for a, b in zip(ms["tonnx"], ms["torch.onnx"])]
         row[f"ms tonnx t{threads}"] = statistics.median(ms["tonnx"])
@@ -237,7 +245,8 @@ def parse(argv=None):
     parser.add_argument("--block", type=float, default=0.02, help="seconds a session runs per turn")
     parser.add_argument(
         "--cpu-time", action="store_true",
-        help="at 1 thread, time each run by its thread's CPU time (a loaded machine) instead of wall time",
+        help="time each run by CPU time instead of wall time (a loaded machine): the thread's at 1 "
+        "thread, the process's at more (pool threads not spinning)",
     )
     parser.add_argument("--openvino", action="store_true", help="also check both models in OpenVINO")
     parser.add_argument(
@@ -245,6 +254,7 @@ def parse(argv=None):
         help="tonnx pack switches (default: no:ortcontrib, standard-domain graphs as torch.onnx's)",
     )
     parser.add_argument("--opset", type=int, default=None, help="opset of both exports (default: each one's)")
+    parser.add_argument("--tonnx-opset", type=int, default=None, help="tonnx's opset alone (default: --opset)")
     parser.add_argument("--keep", default=None, help="folder to keep the exported models in")
     parser.add_argument("--reuse-torch-onnx", action="store_true", help="keep torch.onnx's models found in --keep")
     parser.add_argument("--json", default=None, help="write the rows to this file")

@@ -51,14 +51,18 @@ def turn_medians_ms(runs: list, budget_s: float, *, max_turns: int, block_s: flo
     return [statistics.median(t) * 1e3 for t in times]
 
 
-def warm_sessions(model_paths: list[str], feeds: list | dict, threads: int = 0) -> list[tuple]:
+def warm_sessions(model_paths: list[str], feeds: list | dict, threads: int = 0, *, spinning: bool = True) -> list[tuple]:
     """``(session, feeds)`` per model, created in order and run 10 times. ``feeds`` is a list
-    (by input position) or a dict (by input name); ``threads`` 0 keeps onnxruntime's default."""
+    (by input position) or a dict (by input name); ``threads`` 0 keeps onnxruntime's default;
+    ``spinning=False`` makes idle pool threads sleep instead of spinning (a process's CPU time
+    then counts the work, not the waiting)."""
     runs = []
     for path in model_paths:
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
+        if not spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
         inputs = {n: feeds[n] for n in names} if isinstance(feeds, dict) else dict(zip(names, feeds))

@@ -47,15 +47,27 @@ class Keywords(torch.nn.Module):
 
 
 def _torchvision(name: str):
-    import torchvision
+    def build():
+        import torchvision
 
-    return lambda: (torchvision.models.get_model(name, weights=None).eval(), (_image(1, 3, 224, 224),))
+        torch.manual_seed(0)
+        model = torchvision.models.get_model(name, weights=None).eval()
+        # torchvision zeroes vit_b_16's head and draws mobilenet's classifier at std 0.01:
+        # the logits were 0 (1e-10 for mobilenet), and comparing them checked nothing
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.Linear):
+                    m.weight.normal_(0, m.in_features**-0.5)
+        return model, (_image(1, 3, 224, 224),)
+
+    return build
 
 
 def _timm(name: str, size: int = 224):
     def build():
         import timm
 
+        torch.manual_seed(0)  # the same weights in every process (--reuse-torch-onnx)
         return timm.create_model(name, pretrained=False).eval(), (_image(1, 3, size, size),)
 
     return build
@@ -71,6 +83,7 @@ def _yolo(yaml: str, size: int = 640):
         from ultralytics.nn.modules.head import Detect
 
         cfg = yaml_model_load(yaml)  # reads the yaml shipped in the package: no download
+        torch.manual_seed(0)
         kind = {"seg": SegmentationModel, "pose": PoseModel}.get(yaml.split("-")[-1].split(".")[0], DetectionModel)
         model = kind(cfg, verbose=False).eval()
         for m in model.modules():
