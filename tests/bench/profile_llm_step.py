@@ -9,6 +9,13 @@ new tokens (1: a decode step) with a ``--past``-long cache of random values, non
 layout for both, and prints onnxruntime's median ``model_run`` time, the process CPU time
 per run (what a loaded machine distorts least), the kernel time per run, and the op types
 that take the most. Also prints the node count after onnxruntime's graph optimizations.
+
+    python tests/bench/profile_llm_step.py --interleave 7 --steps 10 DIR1 DIR2 ...
+
+``--interleave R`` times instead (no profiling): all folders' sessions in this process, R
+rounds of ``--steps`` runs each, in turns (DIR1, DIR2, ..., the order flipping every round),
+process CPU time a run; prints each folder's median and its per-round ratio to the last
+folder (a builder's, say), median and range.
 """
 
 from __future__ import annotations
@@ -23,21 +30,10 @@ import time
 import numpy as np
 
 
-def profile(folder: str, past: int, runs: int, tokens: int = 1, top: int = 12,
-            threads: int = 1) -> None:
-    import onnx
-    import onnxruntime as ort
-
+def step_feeds(session, folder: str, past: int, tokens: int) -> dict:
+    """A step's inputs: ``tokens`` new ids after a ``past``-long cache of random values."""
     with open(os.path.join(folder, "genai_config.json")) as f:
         decoder = json.load(f)["model"]["decoder"]
-    tmp = tempfile.mkdtemp(prefix="profile-llm-step-")
-    options = ort.SessionOptions()
-    options.enable_profiling = True
-    options.profile_file_prefix = os.path.join(tmp, "profile")
-    options.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
-    options.intra_op_num_threads = threads
-    session = ort.InferenceSession(os.path.join(folder, "model.onnx"), options,
-                                   providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     feeds = {}
     for i in session.get_inputs():
@@ -52,6 +48,30 @@ def profile(folder: str, past: int, runs: int, tokens: int = 1, top: int = 12,
         else:
             shape = (1, decoder["num_key_value_heads"], past, decoder["head_size"])
             feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def _session(folder: str, threads: int, options=None):
+    import onnxruntime as ort
+
+    options = options or ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    return ort.InferenceSession(os.path.join(folder, "model.onnx"), options,
+                                providers=["CPUExecutionProvider"])
+
+
+def profile(folder: str, past: int, runs: int, tokens: int = 1, top: int = 12,
+            threads: int = 1) -> None:
+    import onnx
+    import onnxruntime as ort
+
+    tmp = tempfile.mkdtemp(prefix="profile-llm-step-")
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = os.path.join(tmp, "profile")
+    options.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
+    session = _session(folder, threads, options)
+    feeds = step_feeds(session, folder, past, tokens)
     session.run(None, feeds)  # warm-up: the first run allocates
     cpu = time.process_time()
     for _ in range(runs):
@@ -78,6 +98,31 @@ def profile(folder: str, past: int, runs: int, tokens: int = 1, top: int = 12,
         print(f"    {op:36s}{us / runs / 1e3:9.3f} ms  x{count[op] // runs}")
 
 
+def interleave(folders: list[str], past: int, tokens: int, rounds: int, steps: int,
+               threads: int) -> None:
+    """Process CPU ms a run of each folder's step, in turns; ratios to the last folder."""
+    import statistics
+
+    sessions = [_session(folder, threads) for folder in folders]
+    feeds = [step_feeds(s, folder, past, tokens) for s, folder in zip(sessions, folders)]
+    for session, feed in zip(sessions, feeds):
+        session.run(None, feed)  # warm-up
+    times: list[list[float]] = [[] for _ in folders]
+    for r in range(rounds):
+        order = range(len(folders)) if r % 2 == 0 else reversed(range(len(folders)))
+        for i in order:
+            start = time.process_time()
+            for _ in range(steps):
+                sessions[i].run(None, feeds[i])
+            times[i].append((time.process_time() - start) / steps * 1e3)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {tokens} tokens, past {past}, "
+          f"{threads} thread(s), {rounds} rounds of {steps} runs, process CPU ms a run")
+    for folder, t in zip(folders, times):
+        ratios = sorted(a / b for a, b in zip(t, times[-1]))
+        print(f"    {folder}: median {statistics.median(t):.2f} ms (rounds {min(t):.2f}-{max(t):.2f}); "
+              f"ratio to the last {statistics.median(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+")
@@ -87,7 +132,13 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12, help="op types printed")
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads (0: onnxruntime's default)")
+    parser.add_argument("--interleave", type=int, metavar="R",
+                        help="time R interleaved rounds instead of profiling")
+    parser.add_argument("--steps", type=int, default=10, help="runs a round (--interleave)")
     args = parser.parse_args()
+    if args.interleave:
+        interleave(args.folders, args.past, args.tokens, args.interleave, args.steps, args.threads)
+        return
     for folder in args.folders:
         profile(folder, args.past, args.runs, args.tokens, args.top, args.threads)
 

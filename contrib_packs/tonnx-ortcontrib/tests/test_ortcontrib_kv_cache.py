@@ -37,26 +37,41 @@ def _export(model):
     return tonnx.to_onnx(model, kwargs=_inputs(model.config, 2, 3, 5, "left", 0), dynamic_shapes=DYNAMIC)
 
 
-def _check_fused(onx, layers: int) -> None:
-    """One GroupQueryAttention per layer, reading the cache inputs, writing the presents."""
+def _model(name: str):
+    """The model-list causal LM ``name``, or a Qwen3 of the same sizes (its per-head q/k norm)."""
+    if name != "qwen3":
+        return T.MODELS[name]()[0].model
+    import transformers
+
+    config = transformers.Qwen3Config(**T._decoder_kwargs(), head_dim=16)
+    return T._causal_lm(config, 0, 2, 12)[0].model
+
+
+def _check_fused(onx, layers: int, split: bool = False) -> None:
+    """One GroupQueryAttention per layer, reading the cache inputs, writing the presents;
+    no Split (``split``: only the packed projection's, Qwen3)."""
     nodes = [n for n in onx.graph.node if n.op_type == "GroupQueryAttention"]
     assert len(nodes) == layers
     for i, node in enumerate(nodes):
         assert list(node.input[3:5]) == [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
         assert list(node.output[1:3]) == [f"present.{i}.key", f"present.{i}.value"]
-    ops = {n.op_type for n in onx.graph.node}
-    assert not {"Softmax", "Split"} & ops
+    ops = [n.op_type for n in onx.graph.node]
+    assert "Softmax" not in ops and ops.count("Split") == (layers if split else 0)
     rewrites = {p.key: p.value for p in onx.metadata_props}["pkg.tonnx.rewrites"]
     assert f"ortcontrib:gqa_kv_cache x{layers}" in rewrites
 
 
-@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2"])
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2", "qwen3"])
 def test_causal_lm_with_cache(name):
-    model = T.MODELS[name]()[0].model
+    model = _model(name)
     config = model.config
     onx = _export(model)
     if TARGET.gqa_with_cache:
-        _check_fused(onx, config.num_hidden_layers)
+        _check_fused(onx, config.num_hidden_layers, split=name == "qwen3")
+        if name == "qwen3":  # q, k and v one MatMul through the per-head norm, rotary in the op
+            rewrites = {p.key: p.value for p in onx.metadata_props}["pkg.tonnx.rewrites"]
+            assert f"ortcontrib:gqa_packed_qkv_norm x{config.num_hidden_layers}" in rewrites
+            assert "RotaryEmbedding" not in {n.op_type for n in onx.graph.node}
     else:  # the standard graph: attention reads the cache through Concat, not GroupQueryAttention
         assert "GroupQueryAttention" not in {n.op_type for n in onx.graph.node}
     sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -64,13 +79,14 @@ def test_causal_lm_with_cache(name):
     _check_greedy(model, sess)
 
 
-@pytest.mark.parametrize("name", ["llama", "gpt2"])
+@pytest.mark.parametrize("name", ["llama", "gpt2", "qwen3"])
 def test_reference_kernels_run_the_cache_graph(name):
     """The pack's reference kernels (past, query_seqlens, position_ids) give onnxruntime's
-    results on the exported graph: Llama (rotary inside the op), GPT2 (split projection)."""
+    results on the exported graph: Llama (rotary inside the op), GPT2 (split projection),
+    Qwen3 (separate query, key and value, rotary inside the op)."""
     from tonnx.testing import run_onnxruntime, run_reference
 
-    model = T.MODELS[name]()[0].model
+    model = _model(name)
     onx = _export(model)
     for past, batch, seq, padding in [(5, 2, 1, "left"), (0, 2, 3, "left"), (4, 1, 2, "right")]:
         feeds = _feeds(_inputs(model.config, batch, seq, past, padding, seed=past))

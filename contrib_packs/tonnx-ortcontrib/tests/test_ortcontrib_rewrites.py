@@ -36,10 +36,23 @@ class Rotary(nn.Module):
         return (emb.cos() * self.scaling).unsqueeze(1), (emb.sin() * self.scaling).unsqueeze(1)
 
 
-class Block(nn.Module):
-    """A Llama attention block (projections, rotary, repeat_kv, causal sdpa, output)."""
+class HeadNorm(nn.Module):
+    """transformers' Qwen3RMSNorm over one head (its q_norm / k_norm)."""
 
-    def __init__(self, heads=4, kv_heads=2, head_dim=8, second_half=1.0, positions_input=False):
+    def __init__(self, size: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(size) + 0.5)
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + 1e-6))
+
+
+class Block(nn.Module):
+    """A Llama attention block (projections, rotary, repeat_kv, causal sdpa, output); with
+    ``qk_norm`` Qwen3's: each head of the query and key normalized before the rotation."""
+
+    def __init__(self, heads=4, kv_heads=2, head_dim=8, second_half=1.0, positions_input=False, qk_norm=False):
         super().__init__()
         hidden = heads * head_dim
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
@@ -49,13 +62,14 @@ class Block(nn.Module):
         self.o = nn.Linear(heads * head_dim, hidden, bias=False)
         self.rotary = Rotary(head_dim, scaling=0.9, second_half=second_half)
         self.positions_input = positions_input
+        self.q_norm, self.k_norm = (HeadNorm(head_dim), HeadNorm(head_dim)) if qk_norm else (nn.Identity(), nn.Identity())
 
     def forward(self, x, position_ids=None):
         b, s, _ = x.shape
         if position_ids is None:
             position_ids = torch.arange(s).unsqueeze(0)
-        q = self.q(x).view(b, s, -1, self.head_dim).transpose(1, 2)
-        k = self.k(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        q = self.q_norm(self.q(x).view(b, s, -1, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(self.k(x).view(b, s, -1, self.head_dim)).transpose(1, 2)
         v = self.v(x).view(b, s, -1, self.head_dim).transpose(1, 2)
         cos, sin = self.rotary(position_ids)
         q = q * cos + rotate_half(q) * sin
@@ -103,6 +117,32 @@ def test_attention_block_fuses(heads_kv, head_dim, batch, seq):
     rules = ["gqa_repeat_kv", "rotary_embedding", "transpose_transpose", "reshape_reshape"]
     for rule in rules + (["gqa_packed_qkv"] if packed else []):
         assert f"ortcontrib:{rule}" in _rewrites(onx)
+
+
+@given(
+    heads_kv=st.sampled_from([(4, 2), (4, 1), (2, 2)]),
+    head_dim=st.sampled_from([8, 16, 32]),
+    batch=st.integers(1, 3),
+    seq=st.integers(2, 9),
+)
+def test_attention_block_with_head_norm_fuses(heads_kv, head_dim, batch, seq):
+    """Qwen3's per-head q/k norm between the projections and the rotation: with a head size
+    multiple of 16 one MatMul and a Split feed the norms, the rotation is the op's
+    (``do_rotary=1``, no RotaryEmbedding, no Transpose around it); else RotaryEmbedding as
+    before."""
+    heads, kv_heads = heads_kv
+    torch.manual_seed(0)
+    model = Block(heads, kv_heads, head_dim, qk_norm=True).eval()
+    onx = check_model(model, (torch.randn(batch, seq, heads * head_dim),))
+    packed = head_dim % 16 == 0
+    projections = [n for n in onx.graph.node if n.op_type == "MatMul" and n.input[0] == "x"]
+    assert len(projections) == (1 if packed else 3)
+    (gqa,) = [n for n in onx.graph.node if n.op_type == "GroupQueryAttention"]
+    assert _attributes(gqa).get("do_rotary", 0) == int(packed) and _attributes(gqa)["kv_num_heads"] == kv_heads
+    assert _ops(onx).count("RotaryEmbedding") == (0 if packed else 2)
+    assert ("ortcontrib:gqa_packed_qkv_norm" in _rewrites(onx)) == packed
+    if packed:  # (one Transpose computes the tables)
+        assert _ops(onx).count("Transpose") == 1 and _ops(onx).count("ReduceMean") == 2
 
 
 def test_per_batch_positions_keep_rotary_embedding():

@@ -3,7 +3,8 @@
 Installing it changes the exported graph (priority 200, above the aten pack's 100):
 attention becomes ``GroupQueryAttention`` (grouped or not, with or without a KV cache: the
 op then reads ``past_key_values.*`` and writes ``present.*``; the query, key and value
-projections packed into one MatMul, rotary embeddings done inside the op), rotary
+projections packed into one MatMul, through a per-head q/k norm too (:mod:`.qk_norm`),
+rotary embeddings done inside the op), rotary
 embeddings elsewhere ``RotaryEmbedding``, Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, GPT-OSS
 and DeepSeek-V3 expert blocks ``MoE`` (an export patch routes them through the pack's ops
 ``tonnx_ortcontrib::softmax_topk_moe`` / ``routed_moe``, see :mod:`.moe`). A case the fused op does not
@@ -59,9 +60,9 @@ def _export_patches():
 
 
 def _rewrites():
-    from . import attention, cache, layout, rotary
+    from . import attention, cache, layout, qk_norm, rotary
 
-    return [*layout.REWRITES, *rotary.REWRITES, *attention.REWRITES, *cache.REWRITES]
+    return [*layout.REWRITES, *rotary.REWRITES, *attention.REWRITES, *qk_norm.REWRITES, *cache.REWRITES]
 
 
 def _reference_kernels():
