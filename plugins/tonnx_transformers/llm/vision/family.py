@@ -104,10 +104,20 @@ class Family:
         """transformers' image features for ``vision_example``'s inputs."""
         raise NotImplementedError
 
+    def check_prompt(self, model: Any, ids: list, inputs: dict) -> tuple[list, dict]:
+        """(the check's prompt ids, transformers' generate() keywords for the image ``inputs``)."""
+        raise NotImplementedError
+
+    def check_positions(self, model: Any, prompt: list, total: int, seq: int, extra: dict) -> Any:
+        """The decoder's ``position_ids`` for ``seq`` tokens after ``total`` (1-D positions)."""
+        import numpy as np
+
+        return np.arange(total, total + seq, dtype=np.int64)[None]
+
     def verify(self, folder: str, model: Any, plan: Any) -> Any:
         from .verify import check_vision
 
-        return check_vision(folder, self, model)
+        return check_vision(folder, self, model, plan)
 
 
 def preprocessor(source: str) -> dict:

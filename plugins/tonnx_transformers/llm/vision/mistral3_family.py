@@ -58,6 +58,12 @@ class Mistral3(Family):
         sizes = torch.tensor([list(pixels.shape[2:])])
         return model.model.get_image_features(pixel_values=pixels, image_sizes=sizes).pooler_output[0]
 
+    def check_prompt(self, model: Any, ids: list, inputs: dict) -> tuple[list, dict]:
+        import torch
+
+        pixels = inputs["pixel_values"]
+        return ids, {"pixel_values": pixels, "image_sizes": torch.tensor([list(pixels.shape[2:])])}
+
     def decoder_step(self, model: Any) -> Any:
         from .mistral3 import DecoderStep
 

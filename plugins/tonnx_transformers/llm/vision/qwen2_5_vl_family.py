@@ -49,6 +49,30 @@ class Qwen2_5_VL(Family):
     def vision_reference(self, model: Any, inputs: dict) -> Any:
         return model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]).pooler_output
 
+    def check_prompt(self, model: Any, ids: list, inputs: dict) -> tuple[list, dict]:
+        import torch
+
+        config = model.config
+        first = ids.index(config.image_token_id)
+        last = len(ids) - ids[::-1].index(config.image_token_id)
+        ids = ids[:first] + [config.vision_start_token_id] + ids[first:last] + [config.vision_end_token_id] + ids[last:]
+        types = (torch.tensor([ids]) == config.image_token_id).int()
+        return ids, {"pixel_values": inputs["pixel_values"], "image_grid_thw": inputs["image_grid_thw"],
+                     "mm_token_type_ids": types}
+
+    def check_positions(self, model: Any, prompt: list, total: int, seq: int, extra: dict) -> Any:
+        """transformers' multimodal positions: the prompt's from ``get_rope_index``, then the
+        next ones shifted by its delta (what onnxruntime-genai computes)."""
+        import numpy as np
+        import torch
+
+        positions, delta = model.model.get_rope_index(
+            torch.tensor([prompt]), mm_token_type_ids=extra["mm_token_type_ids"], image_grid_thw=extra["image_grid_thw"])
+        if total == 0:
+            return positions.numpy().astype(np.int64)
+        step = np.arange(total, total + seq, dtype=np.int64) + int(delta[0, 0])
+        return np.broadcast_to(step[None, None], (3, 1, seq)).copy()
+
     def tokens(self, config: Any) -> dict:
         return {"image_token_id": config.image_token_id, "video_token_id": config.video_token_id,
                 "vision_start_token_id": config.vision_start_token_id}
