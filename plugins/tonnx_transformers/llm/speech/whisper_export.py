@@ -18,6 +18,7 @@ stay float32 with it. ``fp16`` is refused (not checked here).
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import time
@@ -165,6 +166,9 @@ def _verify(files: dict[str, str], src: Any, spec: Any, plan: Any) -> Any:
         return check_whisper(encoder, decoder, reference, atol=spec.atol, rtol=spec.rtol)
     from ..quantized_reference import float_kernels
 
+    if reference is src.model:  # a model given as an object is the user's: quantize a copy
+        reference = copy.deepcopy(reference)
+
     # int8 / int4: transformers holds the decoder's quantized weights, the graph computes in float32
     with float_kernels(decoder) as checked:
         return check_whisper(encoder, checked, quantized_decoder(reference, plan), atol=spec.atol,
@@ -175,11 +179,17 @@ def _verify(files: dict[str, str], src: Any, spec: Any, plan: Any) -> Any:
 def quantized_decoder(model: Any, plan: Any) -> Any:
     """``model`` whose decoder linear layers hold the folder's quantized weights: every
     ``nn.Linear`` of the decoder step but the cross ``k_proj``/``v_proj`` (the encoder
-    graph's, float32), and ``proj_out`` (untied: the embedding keeps its float32 table)."""
+    graph's, float32), and ``proj_out``. The embedding tied to ``proj_out`` reads the head's
+    quantized rows when the folder gathers them (``plan.gathered``: GatherBlockQuantized),
+    else it keeps its float32 table."""
     from ..quantized_reference import quantized_reference
 
+    embedding = model.model.decoder.embed_tokens
+    tied = model.proj_out.weight is embedding.weight
     for name, module in model.model.decoder.named_modules():
         if not name.endswith(("encoder_attn.k_proj", "encoder_attn.v_proj")) and not list(module.children()):
             quantized_reference(module, plan)
     quantized_reference(model.proj_out, plan)
+    if tied and getattr(plan, "gathered", None):  # the decoder's one table gathered at input ids
+        embedding.weight = model.proj_out.weight
     return model

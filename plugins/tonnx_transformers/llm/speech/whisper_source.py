@@ -18,7 +18,6 @@ from tonnx import UnsupportedError
 
 from ..source import (
     Source,
-    SourceError,
     _buffers_to_meta,
     _check_dtypes,
     check_shapes,
@@ -38,6 +37,9 @@ def load_whisper(source: Any, *, precision: str, tokenizer: str | None) -> Sourc
     if isinstance(source, torch.nn.Module):
         if any(p.device.type == "meta" for p in source.parameters()):
             raise UnsupportedError("SOURCE gave a model on the 'meta' device: give its folder instead.")
+        if source.dtype != torch.float32:
+            raise UnsupportedError(f"SOURCE gave a Whisper model in {source.dtype}: export-llm reads it in "
+                                   f"float32 (model.float(), or give its folder).")
         folder = tokenizer or getattr(source.config, "_name_or_path", None)
         source.eval()
         return Source(model=source, config=source.config, generation_config=source.generation_config,
@@ -73,14 +75,3 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
     streamed = Source(model=model, config=config, generation_config=generation, weights=weights,
                       aliases=aliases or {}, tokenizer_folder=tokenizer or folder, reference=load)
     return in_memory(streamed) if aliases is None else streamed
-
-
-def processor_folder(src: Source) -> str | None:
-    """The folder holding the source's processor files (the tokenizer's, else none)."""
-    folder = src.tokenizer_folder
-    if folder and any(os.path.isfile(os.path.join(folder, n)) for n in PROCESSOR_FILES):
-        return folder
-    return None
-
-
-__all__ = ["PROCESSOR_FILES", "SourceError", "load_whisper", "processor_folder"]
