@@ -7,8 +7,8 @@
   (a Python loop and ``view(h, w, d)``); here the grid is the pixel tensor's shape, so the
   graph keeps every image size.
 - ``embedding``: as Qwen2.5-VL's (:class:`.qwen2_5_vl.EmbeddingStep`), at the ``[IMG]`` tokens.
-- ``decoder``: the Mistral language model and its head on ``inputs_embeds`` with 1-D
-  ``position_ids`` (genai's default positions).
+- ``decoder``: the Mistral language model and its head (:class:`.qwen2_5_vl.DecoderStep`)
+  on ``inputs_embeds`` with 1-D ``position_ids`` (genai's default positions).
 """
 
 from __future__ import annotations
@@ -40,19 +40,3 @@ class VisionEncoder(torch.nn.Module):
         x = projector.patch_merger.merging_layer(grid)
         x = projector.linear_2(projector.act(projector.linear_1(x)))
         return {"image_features": x}
-
-
-class DecoderStep(torch.nn.Module):
-    """The language model and its head on ``inputs_embeds``, one step with a cache."""
-
-    def __init__(self, model: Any):
-        super().__init__()
-        self.language_model = model.model.language_model
-        self.lm_head = model.lm_head
-        self.config = model.config.text_config
-
-    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
-                past_key_values: Any) -> dict:
-        out = self.language_model(inputs_embeds=inputs_embeds, attention_mask=attention_mask,
-                                  position_ids=position_ids, cache=past_key_values, use_cache=True)
-        return {"logits": self.lm_head(out.last_hidden_state), "past_key_values": out.cache}

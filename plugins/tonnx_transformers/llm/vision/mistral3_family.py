@@ -64,11 +64,6 @@ class Mistral3(Family):
         pixels = inputs["pixel_values"]
         return ids, {"pixel_values": pixels, "image_sizes": torch.tensor([list(pixels.shape[2:])])}
 
-    def decoder_step(self, model: Any) -> Any:
-        from .mistral3 import DecoderStep
-
-        return DecoderStep(model)
-
     def vision_section(self, config: Any) -> dict:
         return {"patch_size": config.vision_config.patch_size, "spatial_merge_size": config.spatial_merge_size,
                 "inputs": {"pixel_values": "pixel_values"}}

@@ -107,16 +107,24 @@ class EmbeddingStep(torch.nn.Module):
 
 
 class DecoderStep(torch.nn.Module):
-    """The language model and its head on ``inputs_embeds``, one step with a cache."""
+    """The language model and its head on ``inputs_embeds``, one step with a cache (the
+    decoder of every family: its positions are what the family's example call gives)."""
 
     def __init__(self, model: Any):
+        import inspect
+
         super().__init__()
         self.language_model = model.model.language_model
         self.lm_head = model.lm_head
         self.config = model.config.text_config
+        # transformers 5.24 calls the cache argument ``cache``, 5.23 ``past_key_values``
+        parameters = inspect.signature(self.language_model.forward).parameters
+        self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
 
     def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
                 past_key_values: Any) -> dict:
         out = self.language_model(inputs_embeds=inputs_embeds, attention_mask=attention_mask,
-                                  position_ids=position_ids, cache=past_key_values, use_cache=True)
-        return {"logits": self.lm_head(out.last_hidden_state), "past_key_values": out.cache}
+                                  position_ids=position_ids, use_cache=True,
+                                  **{self.cache_argument: past_key_values})
+        presents = out.cache if hasattr(out, "cache") else out.past_key_values
+        return {"logits": self.lm_head(out.last_hidden_state), "past_key_values": presents}
