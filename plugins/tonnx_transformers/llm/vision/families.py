@@ -31,10 +31,13 @@ def _mistral3() -> Any:
 #: model_type -> the family's factory
 FAMILIES = {"qwen2_5_vl": _qwen2_5_vl, "mistral3": _mistral3}
 
-#: vision-language types onnxruntime-genai 0.18 runs that export-llm does not write yet
+#: vision-language types onnxruntime-genai 0.18 runs that export-llm does not write yet. The
+#: text path refuses them too, without saying why (Qwen3-VL, Phi-3-vision: no causal LM
+#: class; Gemma3, whose class transformers lists as a causal LM: "no num_attention_heads"
+#: in its top-level config, measured on a tiny Gemma3 folder)
 NOT_YET = {
     "qwen3_vl": "its vision encoder (deepstack features fed to three decoder layers) is not written yet",
-    "gemma3": "its decoder needs the image tokens' bidirectional attention of the prompt, not written yet",
+    "gemma3": "the prompt's image tokens attend to each other both ways in its decoder, which is not written yet",
     "phi3_v": "its vision encoder is not written yet",
 }
 
