@@ -15,6 +15,9 @@ MODULE_OR_FILE:CALLABLE returning a causal LM (called with no arguments).
 OUT receives model.onnx, model.onnx.data, genai_config.json and the tokenizer files:
 onnxruntime_genai.Model(OUT) runs it. It is written beside OUT and moved in once checked;
 the other files of OUT stay. OUT is a new folder, an empty one or an earlier export's.
+A vision-language folder (model_type qwen2_5_vl or mistral3) also gets vision.onnx,
+embedding.onnx and processor_config.json: onnxruntime-genai's multimodal processor runs it
+with images (docs/llm-export.md).
 
 Exit codes: 0 written, 1 failed, 2 bad usage, source or OUT, 3 ops without a converter,
 4 torch.export failed, 5 the greedy check failed (nothing written), 143 SIGTERM (nothing
