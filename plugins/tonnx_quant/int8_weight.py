@@ -1,17 +1,17 @@
 """Integer weights kept integer: torchao's int8 weight-only linears compute
 ``x @ w.to(float32) * scale`` in aten ops; the cast of the constant int8 weight would be
 folded into a float32 weight (the file then as large as the float model, as torch.onnx
-exports it). Here the cast of a constant 8-bit matrix is ``DequantizeLinear(w, 1.0)``: the
-same float32 values (an integer times 1.0 is exact), the weight an int8 initializer (0.25x
-of its float32 bytes), which onnxruntime dequantizes at run time."""
+exports it). Here the cast of an 8-bit matrix is ``DequantizeLinear(w, 1.0)``: the same
+float32 values (an integer times 1.0 is exact), a constant weight an int8 initializer
+(0.25x of its float32 bytes), which onnxruntime dequantizes at run time."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tonnx.converters import Converter
+from onnx import TensorProto
 
-from ._qparams import FLOAT
+from tonnx.converters import Converter
 
 
 def _integer_matrix_to_float32(node) -> bool:
@@ -25,9 +25,10 @@ def _integer_matrix_to_float32(node) -> bool:
 
 
 def _dequantized(g, self, outputs):
-    if not g.is_constant(self):
-        return g.op.Cast(self, to=FLOAT, outputs=outputs)
-    zero = np.zeros((), dtype=np.int8 if g.get_constant(self).dtype == np.int8 else np.uint8)
+    """``DequantizeLinear(self, 1.0)``, also for a weight not yet folded to a constant (the
+    transpose of a weight of over 65536 values is folded only when the graph is finished):
+    exact for a run-time tensor too."""
+    zero = np.zeros((), dtype=np.int8 if g.get_type(self) == TensorProto.INT8 else np.uint8)
     return g.op.DequantizeLinear(self, np.array(1.0, dtype=np.float32), zero, outputs=outputs)
 
 

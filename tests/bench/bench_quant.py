@@ -1,6 +1,7 @@
 """Quantized models: tonnx beside torch.onnx and beside onnxruntime's own quantize_static.
 
     /work/venvbench/bin/python tests/bench/bench_quant.py [resnet18 mobilenet_v2] [--size 224]
+    /work/venvbench/bin/python tests/bench/bench_quant.py --weight-only [--width 1024]
 
 For each torchvision model (random weights, PT2E with the XNNPACK symmetric config,
 per-channel int8 weights, calibrated on 4 random batches):
@@ -13,6 +14,12 @@ per-channel int8 weights, calibrated on 4 random batches):
   tests/bench/ort_latency.py) of: the fp32 model (tonnx), tonnx's int8 export, torch.onnx's
   int8 export, and onnxruntime's quantize_static (QDQ, per-channel, int8 activations and
   weights, MinMax calibration on the same batches) of tonnx's fp32 export.
+
+``--weight-only``: a 4-layer stack of bias-free width x width linears (a decoder's
+projections; one row, a decode step), torchao int8 weight-only and int4 group-32 weight-only
+(``quantize_``, unwrapped), exported by tonnx (opset 21) and torch.onnx: file size, max
+difference from the quantized PyTorch model with onnxruntime's fusions (default options)
+and without, latency beside the fp32 model.
 
 Prints one JSON line per model.
 """
@@ -144,12 +151,60 @@ def bench(name, size, folder):
     return result
 
 
+def weight_only(width, folder):
+    from torchao.quantization import Int8WeightOnlyConfig, IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+    from torchao.utils import unwrap_tensor_subclass
+
+    import tonnx
+
+    def stack():
+        torch.manual_seed(0)
+        layers = [torch.nn.Linear(width, width, bias=False) for _ in range(4)]
+        return torch.nn.Sequential(*layers).eval()
+
+    x = torch.randn(1, width)
+    configs = {"int8": Int8WeightOnlyConfig(), "int4_g32": IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))}
+    result = {"model": f"linear4x{width}", "weight_only": True}
+    paths = {"fp32": os.path.join(folder, "fp32.onnx")}
+    export("fp32", lambda p: tonnx.to_onnx(stack(), (x,), filename=p), paths["fp32"], result)
+    for scheme, config in configs.items():
+        model = stack()
+        quantize_(model, config)
+        unwrap_tensor_subclass(model)
+        with torch.no_grad():
+            expected = model(x).numpy()
+        for exporter in ("tonnx", "torch_onnx"):
+            key = f"{exporter}_{scheme}"
+            paths[key] = os.path.join(folder, f"{key}.onnx")
+            fn = ((lambda p, m=model: tonnx.to_onnx(m, (x,), filename=p, target_opset=21)) if exporter == "tonnx" else
+                  (lambda p, m=model: torch.onnx.export(m, (x,), p, dynamo=True, external_data=False, opset_version=21)))
+            if export(key, fn, paths[key], result):
+                for fused in (True, False):
+                    label = "max_diff" + ("" if fused else "_unfused")
+                    result[key][label] = float(np.abs(run(paths[key], x, fused) - expected).max())
+    feeds = os.path.join(folder, "feeds.npz")
+    np.savez(feeds, x.numpy())
+    keys = [k for k in paths if "error" not in result[k]]
+    out = subprocess.run([sys.executable, os.path.join(HERE, "ort_latency.py"), feeds] + [paths[k] for k in keys],
+                         capture_output=True, text=True, check=True)
+    for key, ms in zip(keys, json.loads(out.stdout)):
+        result[key]["ort_ms"] = round(ms, 4)
+    result["uptime"] = os.getloadavg()
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=["resnet18", "mobilenet_v2"])
     parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--weight-only", action="store_true")
+    parser.add_argument("--width", type=int, default=1024)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
+        if args.weight_only:
+            print(json.dumps(weight_only(args.width, folder)), flush=True)
+            return
         for name in args.models:
             print(json.dumps(bench(name, args.size, folder)), flush=True)
 

@@ -106,33 +106,13 @@ def test_pt2e_dynamic_linear():
     np.testing.assert_allclose(run(onx, [x]), expected, atol=1e-6, rtol=1e-5)
 
 
-def test_qat_converted_model():
-    """prepare_qat_pt2e, a training step, convert_pt2e: the same QDQ graph, exact. (A Linear
-    model: torchao's QAT prepare/convert of Conv+BatchNorm takes 150 s on CI's 2 cores.)"""
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 8, 8)
-    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 16), torch.nn.ReLU(),
-                                torch.nn.Linear(16, 10)).train()
-    program = torch.export.export(model, (x,)).module()
-    config = get_symmetric_quantization_config(is_per_channel=True, is_qat=True)
-    prepared = prepare_qat_pt2e(program, XNNPACKQuantizer().set_global(config))
-    optimizer = torch.optim.SGD(prepared.parameters(), lr=0.01)
-    prepared(x).sum().backward()
-    optimizer.step()
-    move_exported_model_to_eval(prepared)
-    converted = convert_pt2e(prepared)
-    onx = tonnx.to_onnx(converted, (x,))
-    assert "QuantizeLinear" in {n.op_type for n in onx.graph.node}
-    with torch.no_grad():
-        expected = converted(x).numpy()
-    np.testing.assert_array_equal(run(onx, [x]), expected)
-
-
-def test_qat_prepared_model():
-    """A model prepared for QAT (before convert_pt2e), observers off: its fake quantization
-    becomes QuantizeLinear + DequantizeLinear with the scales torch chooses from the running
-    statistics; within one step where QuantizeLinear's division meets a rounding tie that
-    torch's multiplication by 1 / scale does not (test_fake_quant.py): atol 1e-5 measured 0."""
+def test_qat_prepared_then_converted():
+    """prepare_qat_pt2e, a training step, observers off. The prepared model (fake
+    quantization) becomes QuantizeLinear + DequantizeLinear with the scales torch chooses
+    from the running statistics: within one step where QuantizeLinear's division meets a
+    rounding tie that torch's multiplication by 1 / scale does not (test_fake_quant.py),
+    atol 1e-5 tested. After convert_pt2e, the same QDQ graph, exact. (One prepare for both:
+    torchao's QAT prepare takes 30-60 s on CI's 2 cores; Conv+BatchNorm takes 150 s.)"""
     from torchao.quantization.pt2e import disable_observer
 
     torch.manual_seed(0)
@@ -141,7 +121,9 @@ def test_qat_prepared_model():
     program = torch.export.export(model, (x,)).module()
     config = get_symmetric_quantization_config(is_per_channel=True, is_qat=True)
     prepared = prepare_qat_pt2e(program, XNNPACKQuantizer().set_global(config))
-    prepared(x)
+    optimizer = torch.optim.SGD(prepared.parameters(), lr=0.01)
+    prepared(x).sum().backward()
+    optimizer.step()
     move_exported_model_to_eval(prepared)
     prepared.apply(disable_observer)
     onx = tonnx.to_onnx(prepared, (x,))
@@ -150,6 +132,12 @@ def test_qat_prepared_model():
     with torch.no_grad():
         expected = prepared(x).numpy()
     np.testing.assert_allclose(run(onx, [x]), expected, atol=1e-5, rtol=0)
+    converted = convert_pt2e(prepared)
+    onx = tonnx.to_onnx(converted, (x,))
+    assert "QuantizeLinear" in {n.op_type for n in onx.graph.node}
+    with torch.no_grad():
+        expected = converted(x).numpy()
+    np.testing.assert_array_equal(run(onx, [x]), expected)
 
 
 @pytest.mark.parametrize("name, steps", [("resnet18", 4), ("mobilenet_v2", 1)])
