@@ -103,6 +103,8 @@ def run(args) -> int:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
         how = "streamed from safetensors" if result.streamed else "loaded in memory by transformers"
         print(f"wrote {result.out}: {', '.join(result.files)}; weights {how} ({phases})")
+        if result.trace:
+            print(f"trace: {result.trace}")
         if result.check is not None:
             print(result.check.line())
     return exit_codes.OK

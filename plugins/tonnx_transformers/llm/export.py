@@ -29,6 +29,9 @@ class LLMExport:
     streamed: bool
     seconds: dict[str, float] = field(default_factory=dict)
     check: Any = None
+    #: how the model was traced: "2 of 28 decoder layers traced, 26 copied" or "traced whole:
+    #: <why>" (layer_reuse.py)
+    trace: str = ""
 
 
 class _Phases:
@@ -104,7 +107,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         context = context_length or config_context_length(src.config)
         phase("export")
         model_file = os.path.join(staging.path, MODEL_FILE)
-        onx, plan, src = _export(tonnx, src, model_file, spec, block_size, runtime, context)
+        onx, plan, src, trace = _export(tonnx, src, model_file, spec, block_size, runtime, context)
         _runtime.check_portable(runtime, onx)
         phase("config")
         _write_config(staging.path, onx, src, context)
@@ -120,25 +123,27 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         staging.publish()
     ends = [*list(seconds.values())[1:], time.perf_counter()]
     durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
-    return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check)
+    return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check,
+                     trace=trace)
 
 
 def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, runtime: str,
             context: int) -> tuple:
     """(the ONNX model written to ``path``, the QuantPlan or None, the Source exported: a
-    streamed one whose trace holds a constant made on ``meta`` is loaded in memory)."""
-    from .inputs import example_call
+    streamed one whose trace holds a constant made on ``meta`` is loaded in memory, how the
+    model was traced: its first two decoder layers, the others copied, or whole)."""
     from .latent_cache import halved_cache
+    from .layer_reuse import export_program
     from .traced_attention import attention_as_one_op, restore_attention
 
     streamed = bool(src.weights)
-    kwargs, dynamic = example_call(src.model, src.config, device="meta" if streamed else "cpu")
     src.model.config.use_cache = True
     weights, packs, plan = _precision.export_options(spec, src, block_size)
     options = _runtime.to_onnx_options(runtime, packs, context)
     with attention_as_one_op(), halved_cache(src.model, src.config):
-        program = tonnx.export_program(src.model, kwargs=kwargs, dynamic_shapes=dynamic,
-                                       dispatcher=options["dispatcher"])
+        trace = export_program(tonnx, src.model, src.config, device="meta" if streamed else "cpu",
+                               dispatcher=options["dispatcher"])
+    program = trace.program
     if streamed and _constants_on_meta(program):
         # Falcon indexes with a list (qkv[..., [-2]]): the index tensor the trace keeps was
         # made on the device of the weights, meta, so its value is lost; traced on the CPU it
@@ -153,7 +158,7 @@ def _export(tonnx: Any, src: Any, path: str, spec: Any, block_size: int | None, 
             f"--precision {spec.name}: no linear layer of {type(src.model).__name__} is a MatMul or Gemm "
             f"with a 2-D float32 weight, so nothing would be quantized; the folder is not written."
         )
-    return onx, plan, src
+    return onx, plan, src, trace.note
 
 
 def _constants_on_meta(program: Any) -> list[str]:
