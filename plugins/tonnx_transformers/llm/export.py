@@ -13,7 +13,7 @@ from . import precision as _precision
 from . import runtime as _runtime
 from .genai_config import context_length as config_context_length
 from .inputs import cache_geometry, check_cache_window
-from .source import in_memory, load_source
+from .source import callers_mode_kept, in_memory, load_source
 from .tokenizer_check import check_genai_tokenizer, check_tokenizer_option
 
 MODEL_FILE = "model.onnx"
@@ -99,7 +99,7 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
         phases.current = name
         seconds[name] = time.perf_counter()
 
-    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging:
+    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging, callers_mode_kept(source):
         phase("load")
         src = load_source(source, precision=precision, tokenizer=tokenizer or None)
         cache_geometry(src.config)  # a model without a key/value cache is refused first
@@ -181,6 +181,10 @@ def _verify(model_file: str, src: Any, spec: Any, plan: Any) -> Any:
     from .verify import check_greedy
 
     reference = src.reference()
+    if plan is not None and src.callers_model:  # quantized below: the caller's weights stay theirs
+        import copy
+
+        reference = copy.deepcopy(reference)
     if plan is None:
         return check_greedy(model_file, reference, src.config.vocab_size, atol=spec.atol,
                             rtol=spec.rtol)

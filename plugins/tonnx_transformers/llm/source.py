@@ -53,6 +53,8 @@ class Source:
     tokenizer_folder: str | None = None
     #: what transformers runs for the greedy check (a loader: the folder is read only then)
     reference: Any = None
+    #: the reference is the caller's own model object: a check that changes weights copies it
+    callers_model: bool = False
 
 
 def load_source(source: Any, *, precision: str, tokenizer: str | None = None) -> Source:
@@ -201,8 +203,25 @@ def _from_module(model: Any, tokenizer: str | None, dtype: Any) -> Source:
     return Source(
         model=_in_dtype(model, dtype), config=model.config, generation_config=model.generation_config,
         tokenizer_folder=folder if folder and os.path.isdir(folder) else None,
-        reference=lambda: model,
+        reference=lambda: model, callers_model=True,
     )
+
+
+@contextlib.contextmanager
+def callers_mode_kept(source: Any) -> Iterator[None]:
+    """A model given as an object is exported in eval mode (dropout off, as ``generate``
+    runs it) and given back in the train/eval mode of each of its modules as it came."""
+    import torch
+
+    if not isinstance(source, torch.nn.Module):
+        yield
+        return
+    modes = [(module, module.training) for module in source.modules()]
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
 
 
 def _check_causal_lm(config: Any, where: str) -> None:
