@@ -5,6 +5,8 @@
     python tests/bench/bench_llm_decode.py --prompt 512 --skip-prefill   # a longer context
     python tests/bench/bench_llm_decode.py --prompt 512 --skip-prefill --share-off
 
+``--also DIR...`` runs more folders in the same rounds (an earlier export, to measure a change
+before/after beside both), each printed with its ratio to the builder's of the first precision.
 ``--share-off`` adds the builder's folder with ``past_present_share_buffer`` set to false (same
 model.onnx): what the builder's graph gives with tonnx's cache layout.
 
@@ -119,6 +121,8 @@ def main() -> None:
     parser.add_argument("--share-off", action="store_true",
                         help="also run the builder's folder with past_present_share_buffer false")
     parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
+                        help="more exported folders to run in the same rounds (e.g. a 'before')")
     args = parser.parse_args()
     root = args.keep or tempfile.mkdtemp(prefix="bench-llm-decode-")
     source = args.source or os.path.join(root, "llama")
@@ -130,6 +134,8 @@ def main() -> None:
         for p in args.precisions:
             folders[("share-off", p)] = share_off(folders[("builder", p)])
 
+    for folder in args.also:
+        folders[(os.path.basename(os.path.normpath(folder)), "also")] = folder
     import onnxruntime_genai as og
 
     models = {key: og.Model(folder) for key, folder in folders.items()}
@@ -160,6 +166,15 @@ def main() -> None:
         if args.share_off:
             off = statistics.median(times[("share-off", p)]["decode"]) * 1e3
             print(f"{'':<10}builder, past_present_share_buffer false: decode {off:.2f} ms/token")
+    for (who, p), folder in folders.items():
+        if p != "also":
+            continue
+        builder = times[("builder", args.precisions[0])]
+        row = f"{who}: " + ", ".join(
+            f"{what} {statistics.median(times[(who, p)][what]) * 1e3:.2f} ms "
+            f"({statistics.median(times[(who, p)][what]) / statistics.median(builder[what]):.2f}x the builder's)"
+            for what in whats)
+        print(row)
     print(json.dumps({f"{w}-{p}": {k: [round(x * 1e3, 3) for x in v] for k, v in d.items()}
                       for (w, p), d in times.items()}))
 

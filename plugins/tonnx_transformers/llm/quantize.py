@@ -20,9 +20,12 @@ one the builder and ``matmul_nbits_quantizer`` use), one weight at a time:
 
 The embedding (a Gather) keeps its float32 table, as the builder's int4 model of an untied
 model does; the lm head is a linear layer and is quantized, as the builder does. A model
-whose lm head shares the embedding's tensor keeps the float32 table for the Gather and a
-quantized copy for the lm head (the builder's tied int4 model gathers from the quantized
-table instead: smaller, less exact).
+whose lm head shares the embedding's tensor gathers its embeddings from the head's quantized
+table (``com.microsoft.GatherBlockQuantized``, the builder's tied form): one table of
+``N * K * bits / 8`` bytes instead of a float32 copy beside it (Qwen3-0.6B's 151936 x 1024
+table: 78 MB in int4 instead of 78 + 622 MB). The rows are the head's dequantized weights
+(exact: tests/transformers_pack/test_export_llm_precision.py), and the greedy check's
+reference gathers the same (``quantized_reference.py``, ``plan.gathered``).
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ class QuantPlan:
     experts_down: dict[str, Any] = field(default_factory=dict)
     #: those that did
     experts_rewritten: set[str] = field(default_factory=set)
+    #: tied tables whose Gather became GatherBlockQuantized (the lm head's quantized weight)
+    gathered: set[str] = field(default_factory=set)
 
     def quantize(self, weight, layout: str):
         """(packed uint8, scales float32) of a float32 weight, by onnxruntime's quantizer:
@@ -111,11 +116,16 @@ def quantize_pack(plan: QuantPlan) -> Any:
     def experts(ctx, node):
         return qmoe(plan, ctx, node)
 
+    def gather(ctx, node):
+        return _gather_block_quantized(plan, ctx, node)
+
     # stage 1: after the fusions (q/k/v packed into one MatMul, quantized as one)
     rules = [RewriteRule("matmul_nbits", "MatMul", rewrite, stage=1),
              RewriteRule("gemm_nbits", "Gemm", gemm, stage=1),
-             RewriteRule("qmoe", "MoE", experts, domain=MS_DOMAIN, stage=1)]
-    what = f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits, MoE -> QMoE (int4)"
+             RewriteRule("qmoe", "MoE", experts, domain=MS_DOMAIN, stage=1),
+             RewriteRule("gather_block_quantized", "Gather", gather, stage=1)]
+    what = (f"export-llm --precision int{plan.bits}: MatMul -> MatMulNBits, MoE -> QMoE (int4), "
+            f"a tied embedding -> GatherBlockQuantized")
     return rules_pack(f"llm_int{plan.bits}", what, rules, runtime_requirements=lambda nodes: {"onnxruntime": MIN_ONNXRUNTIME})
 
 
@@ -166,6 +176,40 @@ def _nbits(plan: QuantPlan, ctx, node, weight: str, layout: str, bias: str | Non
     inputs = [node.inputs[0], q_name, s_name] + (["", "", bias] if bias else [])
     return [ctx.node("MatMulNBits", inputs, node.outputs, domain=MS_DOMAIN, K=int(k), N=int(n),
                      bits=plan.bits, block_size=plan.block_size, accuracy_level=plan.accuracy_level)]
+
+
+def _gather_block_quantized(plan: QuantPlan, ctx, node):
+    """``Gather(W, ids, axis=0)`` of a tied table (W ``[N, K]`` also an lm head's weight: not
+    in ``plan.keep_float``), K a multiple of the block -> ``GatherBlockQuantized`` reading the
+    head's quantized parts, as onnxruntime-genai's builder writes a tied embedding."""
+    import numpy as np
+    from onnx import TensorProto
+
+    g = ctx.g
+    weight = node.inputs[0]
+    value = g.constants.get(weight)
+    if node.attributes.get("axis", 0) != 0 or weight in plan.keep_float or value is None:
+        return None
+    if len(value.shape) != 2 or g.types.get(weight) != TensorProto.FLOAT or ctx.producer(node.inputs[1]):
+        return None  # (the ids a graph input: a table gathered at computed indices is left alone)
+    n, k = (int(d) for d in value.shape)
+    if k % plan.block_size:
+        return None  # the packed rows would carry the last block's padding
+    q_name, s_name = f"{weight}_Q{plan.bits}", f"{weight}_scales"
+    if g.has_name(q_name):
+        if plan.layouts.get(q_name) != "nk":
+            return None
+    else:
+        add_parts(plan, g, weight, value, "nk", (q_name, s_name), plan.shapes(k, n))
+        plan.layouts[q_name] = "nk"
+    plan.gathered.add(weight)
+    rows = g.make_initializer("", np.array([n, k * plan.bits // 8], dtype=np.int64))
+    table = ctx.node("Reshape", [q_name, rows], 1)
+    gathered = ctx.node("GatherBlockQuantized", [table.outputs[0], node.inputs[1], s_name], node.outputs,
+                        domain=MS_DOMAIN, bits=plan.bits, block_size=plan.block_size, gather_axis=0,
+                        quantize_axis=1)
+    g.set_type(node.outputs[0], TensorProto.FLOAT)
+    return [table, gathered]
 
 
 def add_parts(plan: QuantPlan, g, weight: str, value, layout: str, names: tuple[str, str],

@@ -12,9 +12,10 @@ rounding of the activations inside the kernel (``accuracy_level`` 4).
 The linear layers are ``nn.Linear`` and transformers' ``Conv1D`` (GPT-2), the modules whose
 2-D float32 weight the quantization rules find as ``MatMul``/``Gemm`` weights; any other
 2-D parameter (a router's weight, read by ``F.linear``) stays float32 in both
-(:func:`unquantized_weights`). A tied weight (an lm head sharing the embedding's table) is
-untied here, as in the folder: the embedding keeps float32, the head reads the quantized
-copy. The experts whose ``MoE`` became ``QMoE`` (``plan.experts_rewritten``) are quantized
+(:func:`unquantized_weights`). A tied weight (an lm head sharing the embedding's table)
+stays tied when the folder gathers the embeddings from the head's quantized table
+(``plan.gathered``: ``GatherBlockQuantized``); else it is untied, as in the folder: the
+embedding keeps float32, the head reads the quantized copy. The experts whose ``MoE`` became ``QMoE`` (``plan.experts_rewritten``) are quantized
 one expert matrix at a time, along the same K.
 """
 
@@ -45,6 +46,10 @@ def quantized_reference(model: Any, plan: Any) -> Any:
     """``model`` with every linear layer's weight as ``plan`` writes it; returns ``model``."""
     import torch
 
+    names: dict[int, set[str]] = {}  # every name of each parameter, before any is untied
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(parameter), set()).add(name)
+    quantized: dict[int, Any] = {}  # id of a linear layer's weight -> its dequantized parameter
     for module in model.modules():
         layout = _layout(module)
         weight = getattr(module, "weight", None) if layout else None
@@ -53,14 +58,26 @@ def quantized_reference(model: Any, plan: Any) -> Any:
         packed, scales = plan.quantize(weight, layout)
         k = weight.shape[1] if layout == "nk" else weight.shape[0]
         nk = torch.from_numpy(dequantize(np.asarray(packed), np.asarray(scales), plan.bits, k))
-        # a new parameter: a tied weight stays float32 for the module it is shared with
+        # a new parameter: a tied weight stays float32 for the module it is shared with...
         module.weight = torch.nn.Parameter(nk if layout == "nk" else nk.T.contiguous(), requires_grad=False)
+        quantized[id(weight)] = module.weight
+    _gather_quantized(model, set(getattr(plan, "gathered", ())), quantized, names)
     for name, module in model.named_modules():
         if f"{name}.down_proj" in plan.experts_rewritten:
             transposed = bool(module.is_transposed)
             for attribute in ("gate_up_proj", "down_proj"):
                 setattr(module, attribute, _quantized_experts(getattr(module, attribute), plan, transposed))
     return model
+
+
+def _gather_quantized(model: Any, gathered: set[str], quantized: dict[int, Any], names: dict[int, set[str]]) -> None:
+    """...unless the folder gathers from the quantized table: an embedding whose weight (under
+    any of its names) is in ``gathered`` reads the head's dequantized weight, as
+    ``GatherBlockQuantized`` does."""
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        if _layout(module) is None and weight is not None and id(weight) in quantized and names[id(weight)] & gathered:
+            module.weight = quantized[id(weight)]
 
 
 def _quantized_experts(weight: Any, plan: Any, transposed: bool) -> Any:
