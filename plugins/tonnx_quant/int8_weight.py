@@ -3,7 +3,9 @@
 folded into a float32 weight (the file then as large as the float model, as torch.onnx
 exports it). Here the cast of an 8-bit matrix is ``DequantizeLinear(w, 1.0)``: the same
 float32 values (an integer times 1.0 is exact), a constant weight an int8 initializer
-(0.25x of its float32 bytes), which onnxruntime dequantizes at run time."""
+(0.25x of its float32 bytes), which onnxruntime dequantizes at run time. ``aten::_int_mm``
+(int8 x int8 in int32, torchao's dynamic schemes) is ``MatMulInteger``: an aten op, converted
+with or without torchao."""
 
 from __future__ import annotations
 
@@ -44,10 +46,18 @@ def aten_to_dtype(g, sts, outputs, self, dtype, non_blocking=False, copy=False, 
     return _dequantized(g, self, outputs)
 
 
+# aten::_int_mm.default
+def aten__int_mm(g, sts, outputs, self, mat2):
+    "_int_mm(Tensor self, Tensor mat2) -> Tensor"
+    # int8 x int8 accumulated in int32, exactly as torch (no zero points)
+    return g.op.MatMulInteger(self, mat2, outputs=outputs)
+
+
 #: above the aten pack's cast (priority 100), only where the predicate holds
 _PRIORITY = 110
 
 CONVERTERS = (
     Converter("aten::_to_copy.default", aten__to_copy, applies=_integer_matrix_to_float32, priority=_PRIORITY),
     Converter("aten::to.dtype", aten_to_dtype, applies=_integer_matrix_to_float32, priority=_PRIORITY),
+    Converter("aten::_int_mm.default", aten__int_mm),
 )

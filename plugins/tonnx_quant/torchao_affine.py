@@ -1,5 +1,6 @@
 """torchao's affine quantization ops (``torchao::quantize_affine``, ``dequantize_affine``,
-``choose_qparams_affine``) and the int8 matmul its dynamic schemes call (``aten::_int_mm``).
+``choose_qparams_affine``); the int8 matmul its dynamic schemes call (``aten::_int_mm``) is
+in ``int8_weight`` (an aten op, converted with or without torchao).
 
 Loaded only when torchao is installed (the ops exist once torchao is imported). ``block_size``
 generalizes per-tensor, per-channel, per-token and per-group: the input is viewed as
@@ -157,16 +158,8 @@ def torchao_choose_qparams_affine(g, sts, outputs, input, mapping_type, block_si
     return scale_out, zero_out
 
 
-# aten::_int_mm.default
-def aten__int_mm(g, sts, outputs, self, mat2):
-    "_int_mm(Tensor self, Tensor mat2) -> Tensor"
-    # int8 x int8 accumulated in int32, exactly as torch (no zero points)
-    return g.op.MatMulInteger(self, mat2, outputs=outputs)
-
-
 CONVERTERS = (
     Converter("torchao::quantize_affine.default", torchao_quantize_affine),
     Converter("torchao::dequantize_affine.default", torchao_dequantize_affine),
     Converter("torchao::choose_qparams_affine.default", torchao_choose_qparams_affine),
-    Converter("aten::_int_mm.default", aten__int_mm),
 )

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ._check import Op, export_and_run
 
-COVERS = {"aten::_to_copy.default", "aten::to.dtype"}
+COVERS = {"aten::_to_copy.default", "aten::to.dtype", "aten::_int_mm.default"}
 
 
 @given(rows=st.integers(1, 6), columns=st.integers(1, 6), dtype=st.sampled_from([torch.int8, torch.uint8]),
@@ -48,3 +48,15 @@ def test_large_transposed_weight_stays_int8():
     (expected,), (got,), onx = export_and_run(Op(lambda m, a: a * m.w.t().to(torch.float32), w=w), [x])
     np.testing.assert_array_equal(expected, got)
     assert sorted(i.data_type for i in onx.graph.initializer if i.dims and np.prod(i.dims) == w.numel()) == [3]
+
+
+@given(m=st.integers(1, 5), k=st.sampled_from([8, 16, 64]), n=st.sampled_from([8, 16]), seed=st.integers(0, 2**16))
+def test_int_mm(m, k, n, seed):
+    """int8 x int8 accumulated in int32: MatMulInteger, exact (extreme values included)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
+    a[0, :] = -128
+    b[:, 0] = -128
+    (expected,), (got,), _ = export_and_run(Op(lambda mod, x, y: torch._int_mm(x, y)), [a, b])
+    np.testing.assert_array_equal(expected, got)

@@ -28,7 +28,6 @@ COVERS = {
     "torchao::quantize_affine.default",
     "torchao::dequantize_affine.default",
     "torchao::choose_qparams_affine.default",
-    "aten::_int_mm.default",
 }
 
 RANGES = [(torch.int8, -128, 127), (torch.int8, -8, 7), (torch.uint8, 0, 255), (torch.int8, -127, 127)]
@@ -91,15 +90,3 @@ def test_dequantize_affine_constant_weight(rows, groups, group, seed, opset, wit
         kept = elem if opset >= 21 else onnx_type_from_torch(dtype)
         dims = (groups * group, rows) if kept in (TensorProto.INT4, TensorProto.UINT4) and groups > 1 else (rows, groups * group)
         assert [i.data_type for i in onx.graph.initializer if tuple(i.dims) == dims] == [kept]
-
-
-@given(m=st.integers(1, 5), k=st.sampled_from([8, 16, 64]), n=st.sampled_from([8, 16]), seed=st.integers(0, 2**16))
-def test_int_mm(m, k, n, seed):
-    """int8 x int8 accumulated in int32: MatMulInteger, exact (extreme values included)."""
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
-    b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
-    a[0, :] = -128
-    b[:, 0] = -128
-    (expected,), (got,), _ = export_and_run(Op(lambda mod, x, y: torch._int_mm(x, y)), [a, b])
-    assert_equal(expected, got)
