@@ -172,3 +172,24 @@ def test_quiet_prints_nothing(tmp_path, source, capfd):
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
     assert sorted(os.listdir(tmp_path / "out")) == EXPORTED
+
+
+def test_a_re_export_removes_the_earlier_exports_other_graphs_and_keeps_the_users(tmp_path):
+    """A text model exported into an earlier vision-language or Whisper export's folder: the
+    graphs and processor configs only that export wrote go (genai would not read them, and
+    they would be mistaken for part of this model); the user's files stay."""
+    from tonnx_transformers.llm import folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = ["genai_config.json", "vision.onnx", "vision.onnx.data", "embedding.onnx", "model.onnx",
+               "encoder.onnx", "decoder.onnx.data", "processor_config.json", "audio_processor_config.json"]
+    for name in [*earlier, "notes.txt"]:
+        (out / name).write_text("earlier")
+    with folder.StagingFolder(str(out)) as staging:
+        for name in ("model.onnx", "genai_config.json"):
+            with open(os.path.join(staging.path, name), "w") as f:
+                f.write("new")
+        staging.publish()
+    assert sorted(os.listdir(out)) == ["genai_config.json", "model.onnx", "notes.txt"]
+    assert (out / "model.onnx").read_text() == "new" and (out / "notes.txt").read_text() == "earlier"

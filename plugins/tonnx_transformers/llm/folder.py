@@ -40,9 +40,16 @@ TOKENIZER_FILES = (
     "tokenizer.model", "vocab.json", "merges.txt", "vocab.txt", "chat_template.jinja",
     "chat_template.json",
 )
-#: every name export-llm writes in OUT, in the order they are published (the model's data
-#: before the model, genai_config.json, the mark of an export, last)
-WRITTEN = (*TOKENIZER_FILES, "model.onnx.data", "model.onnx", "genai_config.json")
+#: the graphs of the folders export-llm writes: a text model's (model.onnx), a vision-language
+#: model's (and vision.onnx, embedding.onnx), Whisper's (encoder.onnx, decoder.onnx)
+GRAPHS = ("vision.onnx", "embedding.onnx", "encoder.onnx", "decoder.onnx", "model.onnx")
+#: the processor configurations onnxruntime-genai reads beside them
+PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json", "audio_processor_config.json",
+                   "normalizer.json")
+#: every name export-llm writes in OUT, in the order they are published (each graph's data
+#: before the graph, genai_config.json, the mark of an export, last)
+WRITTEN = (*TOKENIZER_FILES, *PROCESSOR_FILES, *(name for graph in GRAPHS for name in (f"{graph}.data", graph)),
+           "genai_config.json")
 
 #: the temporary folder's name: ``.tonnx-tmp-<pid>-<8 hex>``
 _STAGING = re.compile(r"\.tonnx-tmp-(\d+)-[0-9a-f]{8}")
