@@ -7,7 +7,8 @@
   RotaryEmbedding, the elementwise ops have float16 CPU kernels since at least 1.31.1).
 - ``int8``, ``int4``: weight-only quantization of the linear layers to
   ``com.microsoft.MatMulNBits`` (see ``quantize.py``), done while the weights are written;
-  activations, embedding and norms stay float32.
+  activations and norms stay float32; so does an untied embedding, while a tied one is
+  gathered from the lm head's quantized table (``GatherBlockQuantized``, as the builder).
 - ``bf16``: refused. onnxruntime's CPU EP has no bfloat16 kernel for MatMul, Gemm, Add,
   Mul, Div, Pow, Sqrt, Neg, Sigmoid, Where, ReduceMean, ReduceMax (measured on 1.31.1 and
   1.32.0): such a folder would not open on the CPU, and this machine cannot check it on
