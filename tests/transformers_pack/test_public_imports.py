@@ -43,3 +43,28 @@ def test_the_check_sees_a_private_import(tmp_path):
     file = tmp_path / "m.py"
     file.write_text("from tonnx.tools.cli import _codes\nfrom tonnx.builder._derived import Derivation\n")
     assert [m for _, m in _imports(file)] == ["tonnx.tools.cli", "tonnx.tools.cli._codes", "tonnx.builder._derived"]
+
+
+def _local_imports(path: pathlib.Path, root: pathlib.Path) -> set[str]:
+    """The pack's own modules ``path`` (not an ``__init__``) imports: its relative imports,
+    at any depth of the file."""
+    parts = list(path.relative_to(root).with_suffix("").parts)[:-1]  # the module's package
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = parts[: len(parts) - node.level + 1]
+            stem = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            modules = {f"{stem}.{a.name}" for a in node.names}
+            found |= {m for m in modules if (root / (m.replace(".", "/") + ".py")).is_file()} or {stem}
+    return found
+
+
+def test_the_pack_has_no_import_cycles():
+    """No module imports one that imports it back, even from inside a function (such a circle
+    hides which module owns a name; issue 34 item 5 named llm/quantize <-> quantize_experts)."""
+    root = pathlib.Path(tonnx_transformers.__file__).parent
+    graph = {".".join(p.relative_to(root).with_suffix("").parts): _local_imports(p, root)
+             for p in root.rglob("*.py") if p.name != "__init__.py"}
+    cycles = sorted(f"{a} <-> {b}" for a, deps in graph.items() for b in deps
+                    if a < b and a in graph.get(b, ()))
+    assert not cycles, cycles

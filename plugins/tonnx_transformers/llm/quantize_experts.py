@@ -31,6 +31,8 @@ import numpy as np
 
 from tonnx import UnsupportedError
 
+from .quant_plan import add_parts
+
 MS_DOMAIN = "com.microsoft"
 #: MoE's inputs: x, router, fc1, fc1 bias, fc2, fc2 bias, fc3 ...
 _FC1, _FC1_BIAS, _FC2, _FC2_BIAS, _FC3 = 2, 3, 4, 5, 6
@@ -132,8 +134,6 @@ def _quantized(plan: Any, g, name: str, weight) -> tuple[str, str]:
     """(packed ``[E, N, K / 2]`` uint8, scales ``[E, N, K / block]``) initializers of the
     experts ``[E, N, K]``, each expert quantized as MatMulNBits' ``[N, K]`` weight: now when
     they are in memory, else placeholders the writer fills."""
-    from .quantize import add_parts
-
     experts, n, k = weight.shape
     (_, blocks, blob), _ = plan.shapes(k, n)
     shapes = (experts, n, blocks * blob), (experts, n, blocks)
