@@ -121,10 +121,16 @@ def export_both(
     if reuse and os.path.exists(paths["torch.onnx"]):
         return {"paths": paths, "seconds": seconds}
     begin = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        kwargs = {"opset_version": opset} if opset else {}
-        program = torch.onnx.export(model, args, dynamo=True, verbose=False, **kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kwargs = {"opset_version": opset} if opset else {}
+            program = torch.onnx.export(model, args, dynamo=True, verbose=False, **kwargs)
+    except Exception as e:  # the other exporter failing is a row of the table, not the end of it
+        cause = e
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        return {"paths": paths, "seconds": seconds, "failed": f"{type(e).__name__} ({' '.join(str(cause).split())[:160]})"}
     onnx.save(program.model_proto, paths["torch.onnx"])
     seconds["torch.onnx"] = time.perf_counter() - begin
     return {"paths": paths, "seconds": seconds}
@@ -180,6 +186,13 @@ def bench_one(name: str, build, folder: str, options) -> dict:
         model, args, folder, name, options.opset, options.packs, options.reuse_torch_onnx, options.tonnx_opset
     )
     paths = exported["paths"]
+    if "failed" in exported:
+        row = {"model": name, "nodes tonnx": node_count(paths["tonnx"]), "nodes torch.onnx": "export failed"}
+        row["err tonnx"] = ort_error(paths["tonnx"], flat, expected)
+        if options.openvino:
+            row["ov err tonnx"] = openvino_error(paths["tonnx"], flat, expected)
+        row["error"] = "torch.onnx: " + exported["failed"]
+        return row
     row = {"model": name, "nodes tonnx": node_count(paths["tonnx"]), "nodes torch.onnx": node_count(paths["torch.onnx"])}
     row["err tonnx"] = ort_error(paths["tonnx"], flat, expected)
     row["err torch.onnx"] = ort_error(paths["torch.onnx"], flat, expected)
