@@ -27,8 +27,8 @@ from tonnx._sigterm import Terminated, sigterm_raises
 from tonnx.builder._constants import has_data
 from tonnx.builder._derived import Derivation
 from tonnx.pipeline.write._weights import SafetensorsWeights
-from tonnx.tools.cli._progress import Progress
 from tonnx.tools.cli import _codes as exit_codes
+from tonnx.tools.cli._progress import Progress
 from tonnx.tools.cli._target import TargetError, import_module_or_file
 
 __all__ = [

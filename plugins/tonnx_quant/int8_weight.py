@@ -10,7 +10,6 @@ with or without torchao."""
 from __future__ import annotations
 
 import numpy as np
-
 from onnx import TensorProto
 
 from tonnx.converters import Converter

@@ -32,7 +32,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "transformers_p
 def build(folder: str) -> None:
     import torch
     import transformers
-
     import vlm_folders
 
     ids = dict(bos_token_id=1, eos_token_id=2, pad_token_id=0)
@@ -106,7 +105,6 @@ def main() -> None:
                                            "-o", builder, "-p", "int4", "-e", "cpu",
                                            "-c", os.path.join(args.work, "cache")])
     import numpy as np
-
     import vlm_folders
 
     png = os.path.join(args.work, "image.png")

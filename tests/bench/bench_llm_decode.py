@@ -166,7 +166,7 @@ def main() -> None:
         if args.share_off:
             off = statistics.median(times[("share-off", p)]["decode"]) * 1e3
             print(f"{'':<10}builder, past_present_share_buffer false: decode {off:.2f} ms/token")
-    for (who, p), folder in folders.items():
+    for (who, p) in folders:
         if p != "also":
             continue
         builder = times[("builder", args.precisions[0])]

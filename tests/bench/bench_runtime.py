@@ -111,6 +111,7 @@ def export_both(
     ``tonnx_opset`` is tonnx's alone (default: ``opset``)."""
     import onnx
     import torch
+
     import tonnx
 
     paths = {"tonnx": os.path.join(folder, f"{name}.tonnx.onnx"), "torch.onnx": os.path.join(folder, f"{name}.torch.onnx")}
@@ -279,8 +280,8 @@ def main() -> None:
         feeds, threads, budget, block, clock, *paths = sys.argv[2:]
         measure_child(feeds, int(threads), float(budget), float(block), clock, paths)
         return
-    from runtime_corpus import CORPUS, QUICK
     import torch
+    from runtime_corpus import CORPUS, QUICK
 
     options = parse()
     if options.quick:

@@ -132,7 +132,7 @@ def main() -> None:
                       f"encoder {got['encoder_ms']:.1f} ms, decode {got['decode_ms']:.2f} ms/token, "
                       f"tokens equal to transformers fp32 {row['equal']}/{len(want)}  (load {os.getloadavg()[0]:.1f})",
                       flush=True)
-    print(f"\n| folder | export wall s | export CPU s | peak RSS MiB | encoder ms (CPU) | decode ms/token (CPU) | tokens = transformers fp32 |")
+    print("\n| folder | export wall s | export CPU s | peak RSS MiB | encoder ms (CPU) | decode ms/token (CPU) | tokens = transformers fp32 |")
     print("|---|---|---|---|---|---|---|")
     for (tool, precision), row in rows.items():
         med = {k: sorted(v)[len(v) // 2] for k, v in row.items() if isinstance(v, list)}

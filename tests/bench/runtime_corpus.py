@@ -79,8 +79,13 @@ def _timm(name: str, size: int = 224):
 def _yolo(yaml: str, size: int = 640):
     def build():
         os.environ.setdefault("YOLO_OFFLINE", "1")
-        from ultralytics.nn.tasks import yaml_model_load, DetectionModel, SegmentationModel, PoseModel
         from ultralytics.nn.modules.head import Detect
+        from ultralytics.nn.tasks import (
+            DetectionModel,
+            PoseModel,
+            SegmentationModel,
+            yaml_model_load,
+        )
 
         cfg = yaml_model_load(yaml)  # reads the yaml shipped in the package: no download
         torch.manual_seed(0)

@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 import tonnx
 from tonnx.builder._packed4 import packed
+
 from ._check import Op
 
 pytest.importorskip("torchao", reason="torchao is not installed: pip install 'torchao>=0.18' (tonnx[test] has it)")

@@ -10,7 +10,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
 from onnx import TensorProto
 
 from tonnx.converters import onnx_type_from_torch

@@ -15,6 +15,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 import llm_folders  # noqa: E402
+
 from tonnx_transformers.llm import layer_reuse  # noqa: E402
 from tonnx_transformers.llm.export import export_llm  # noqa: E402
 from tonnx_transformers.llm.layer_graph import LayersDiffer, layer_template  # noqa: E402

@@ -18,6 +18,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 import llm_folders  # noqa: E402
+
 from tonnx_transformers.llm.quantize import QuantPlan  # noqa: E402
 from tonnx_transformers.llm.quantized_reference import dequantize, quantized_reference  # noqa: E402
 

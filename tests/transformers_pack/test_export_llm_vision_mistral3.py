@@ -64,7 +64,10 @@ def test_genai_greedy_tokens_equal_transformers(source, exported, precision):
     reference = model
     if precision == "int4":
         from tonnx_transformers.llm.quantize import QuantPlan
-        from tonnx_transformers.llm.quantized_reference import quantized_reference, unquantized_weights
+        from tonnx_transformers.llm.quantized_reference import (
+            quantized_reference,
+            unquantized_weights,
+        )
         from tonnx_transformers.llm.vision.qwen2_5_vl import DecoderStep
 
         reference = transformers.Mistral3ForConditionalGeneration.from_pretrained(root / "src").eval()

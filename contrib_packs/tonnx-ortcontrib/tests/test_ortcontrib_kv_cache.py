@@ -11,10 +11,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from tonnx_ortcontrib._target import resolve
 
 import tonnx
 from tests.models import transformer_models as T
-from tonnx_ortcontrib._target import resolve
 from tests.models.test_kv_cache import (
     DYNAMIC,
     _check_greedy,

@@ -52,7 +52,6 @@ def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e
     Each step's logits must agree within ``atol + rtol * max |logit|`` (transformers'
     step), and onnxruntime's token must be transformers' or tie with it within that bound.
     """
-    import numpy as np
     import onnxruntime as ort
     import torch
 
@@ -67,6 +66,17 @@ def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e
     want = [step[0].float().numpy() for step in out.logits]
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     got = _run_steps(session, prompt.numpy(), tokens)
+    worst = compare_steps(want, got, tokens, atol=atol, rtol=rtol)
+    return GreedyCheck(tokens, worst, len(tokens), against)
+
+
+def compare_steps(want: list, got: list, tokens: list[int], *, atol: float, rtol: float,
+                  what: str = "greedy generation") -> float:
+    """The largest logit difference over the steps; a :class:`GreedyCheckError` naming the
+    step when transformers' logits ``want`` and onnxruntime's ``got`` differ by more than
+    ``atol + rtol * max |logit|``, or pick different tokens that do not tie within it."""
+    import numpy as np
+
     worst = 0.0
     for step, (w, g) in enumerate(zip(want, got)):
         scale = float(np.abs(w).max())
@@ -75,17 +85,17 @@ def check_greedy(path: str, reference: Any, vocab_size: int, *, atol: float = 1e
         worst = max(worst, diff)
         if not diff <= bound:  # NaN fails too
             raise GreedyCheckError(
-                f"Step {step} of greedy generation: onnxruntime's logits differ from "
-                f"transformers' by {diff:.3g}, more than {bound:.3g} (atol {atol:g} + rtol "
-                f"{rtol:g} x the largest |logit| {scale:.3g}); the folder is not written. "
-                f"Report it with the model's config.json."
+                f"Step {step} of {what}: onnxruntime's logits differ from transformers' by "
+                f"{diff:.3g}, more than {bound:.3g} (atol {atol:g} + rtol {rtol:g} x the largest "
+                f"|logit| {scale:.3g}); the folder is not written. Report it with the model's "
+                f"config.json."
             )
         if int(g.argmax()) != tokens[step] and w[int(g.argmax())] < w[tokens[step]] - bound:
             raise GreedyCheckError(
-                f"Step {step}: onnxruntime picks token {int(g.argmax())}, transformers "
+                f"Step {step} of {what}: onnxruntime picks token {int(g.argmax())}, transformers "
                 f"{tokens[step]}; the folder is not written."
             )
-    return GreedyCheck(tokens, worst, len(tokens), against)
+    return worst
 
 
 def _run_steps(session: Any, prompt: Any, tokens: list[int]) -> list:

@@ -41,9 +41,9 @@ import onnx
 from onnx import GraphProto, ModelProto, TensorProto
 
 from tonnx._errors import OutputFileError
+from tonnx._sigterm import sigterm_raises
 from tonnx.builder import _proto
 from tonnx.pipeline.write import _sinks
-from tonnx._sigterm import sigterm_raises
 from tonnx.pipeline.write._sinks import as_bytes, load_checked, prefetch
 
 _TMP_MARK = ".tmp-tonnx-"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..verify import GreedyCheck, GreedyCheckError
+from ..verify import GreedyCheck, compare_steps
 from . import whisper_steps as steps
 
 NEW_TOKENS = 8
@@ -28,7 +28,6 @@ SEED = 0
 def check_whisper(encoder_file: str, decoder_file: str, reference: Any, *, atol: float, rtol: float,
                   against: str = "transformers' generate() without suppress_tokens") -> GreedyCheck:
     """Runs the two graphs in onnxruntime against ``reference`` (a WhisperForConditionalGeneration)."""
-    import numpy as np
     import torch
 
     config = reference.config
@@ -42,23 +41,7 @@ def check_whisper(encoder_file: str, decoder_file: str, reference: Any, *, atol:
     tokens = out.sequences[0, -NEW_TOKENS:].tolist()
     want = [step[0].float().numpy() for step in out.logits]
     got = run_steps(encoder_file, decoder_file, features.numpy(), prompt.numpy(), tokens)
-    worst = 0.0
-    for step, (w, g) in enumerate(zip(want, got)):
-        scale = float(np.abs(w).max())
-        bound = atol + rtol * scale
-        diff = float(np.abs(w - g).max())
-        worst = max(worst, diff)
-        if not diff <= bound:  # NaN fails too
-            raise GreedyCheckError(
-                f"Whisper step {step}: onnxruntime's logits differ from transformers' by {diff:.3g}, "
-                f"more than {bound:.3g} (atol {atol:g} + rtol {rtol:g} x the largest |logit| "
-                f"{scale:.3g}); the folder is not written. Report it with the model's config.json."
-            )
-        if int(g.argmax()) != tokens[step] and w[int(g.argmax())] < w[tokens[step]] - bound:
-            raise GreedyCheckError(
-                f"Whisper step {step}: onnxruntime picks token {int(g.argmax())}, transformers "
-                f"{tokens[step]}; the folder is not written."
-            )
+    worst = compare_steps(want, got, tokens, atol=atol, rtol=rtol, what="Whisper's greedy generation")
     return GreedyCheck(tokens, worst, len(tokens), against)
 
 

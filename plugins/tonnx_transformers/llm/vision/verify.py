@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..verify import GreedyCheckError
+from ..verify import GreedyCheckError, compare_steps
 
 #: the image features' tolerance: atol + rtol * max |feature| (float32 in both)
 ATOL, RTOL = 1e-4, 1e-4
@@ -61,7 +61,6 @@ def check_vision(folder: str, family: Any, model: Any, plan: Any = None) -> Visi
 
 
 def _check_generation(folder: str, family: Any, model: Any, plan: Any, inputs: dict, features: Any) -> tuple:
-    import numpy as np
     import torch
 
     from ..quantized_reference import float_kernels, quantized_reference
@@ -79,16 +78,7 @@ def _check_generation(folder: str, family: Any, model: Any, plan: Any, inputs: d
     want = [step[0].float().numpy() for step in out.logits]
     with float_kernels(os.path.join(folder, "model.onnx")) as decoder:
         got = _run_steps(folder, decoder, family, model, prompt, tokens, features, extra)
-    worst = 0.0
-    for step, (w, g) in enumerate(zip(want, got)):
-        bound = ATOL + RTOL * float(np.abs(w).max())
-        diff = float(np.abs(w - g).max())
-        worst = max(worst, diff)
-        if not diff <= bound or (int(g.argmax()) != tokens[step] and w[int(g.argmax())] < w[tokens[step]] - bound):
-            raise GreedyCheckError(
-                f"Step {step} of greedy generation with an image: onnxruntime's logits differ from "
-                f"transformers' by {diff:.3g} (bound {bound:.3g}), token {int(g.argmax())} vs {tokens[step]}; "
-                f"the folder is not written. Report it with the model's config.json.")
+    worst = compare_steps(want, got, tokens, atol=ATOL, rtol=RTOL, what="greedy generation with an image")
     return tokens, worst
 
 
