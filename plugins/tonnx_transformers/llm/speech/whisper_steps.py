@@ -59,9 +59,15 @@ class WhisperDecoderStep(torch.nn.Module):
     """One decoder step with both caches -> (logits, self keys, self values)."""
 
     def __init__(self, whisper: Any):
+        import inspect
+
         super().__init__()
         self.model = whisper.model
         self.proj_out = whisper.proj_out
+        # transformers 5.24 calls the cache argument ``cache``, 5.23 ``past_key_values``; under
+        # the wrong name it lands in ``**kwargs`` and the decoder runs without either cache
+        parameters = inspect.signature(whisper.model.decoder.forward).parameters
+        self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
 
     def forward(self, input_ids, past_keys, past_values, cross_keys, cross_values):
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache
@@ -71,9 +77,10 @@ class WhisperDecoderStep(torch.nn.Module):
         # the decoder layers run cross-attention when encoder states are given; with the
         # cross cache filled they read its keys and values and not these (no graph input)
         no_states = cross_keys[0].new_zeros(input_ids.shape[0], 0, self.proj_out.in_features)
-        out = self.model.decoder(input_ids=input_ids, encoder_hidden_states=no_states, cache=cache,
-                                 use_cache=True)
-        layers = out.past_key_values.self_attention_cache.layers
+        out = self.model.decoder(input_ids=input_ids, encoder_hidden_states=no_states, use_cache=True,
+                                 **{self.cache_argument: cache})
+        presents = out.cache if hasattr(out, "cache") else out.past_key_values
+        layers = presents.self_attention_cache.layers
         return self.proj_out(out.last_hidden_state), [lay.keys for lay in layers], [lay.values for lay in layers]
 
 
