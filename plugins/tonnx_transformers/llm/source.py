@@ -81,12 +81,7 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
 
     if not os.path.isfile(os.path.join(folder, "config.json")):
         raise SourceError(f"{folder!r} has no config.json: give a folder save_pretrained wrote.")
-    weights = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
-    if not weights:
-        raise UnsupportedError(
-            f"{folder!r} has no *.safetensors file: export-llm streams weights from safetensors "
-            f"only. Convert the checkpoint (model.save_pretrained(folder) writes safetensors)."
-        )
+    weights = safetensors_files(folder)
     config = transformers.AutoConfig.from_pretrained(folder)
     _check_causal_lm(config, folder)
     stored, files = _check_dtypes(weights, precision)
@@ -113,6 +108,18 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None, dtype: Any)
     )
     # a tensor no checkpoint name or converter gives: transformers loads it
     return in_memory(streamed) if aliases is None else streamed
+
+
+def safetensors_files(folder: str) -> list[str]:
+    """The folder's ``*.safetensors`` files, sorted; none is an UnsupportedError (export-llm
+    streams its weights from them)."""
+    weights = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if not weights:
+        raise UnsupportedError(
+            f"{folder!r} has no *.safetensors file: export-llm streams weights from safetensors "
+            f"only. Convert the checkpoint (model.save_pretrained(folder) writes safetensors)."
+        )
+    return weights
 
 
 def in_memory(src: Source) -> Source:

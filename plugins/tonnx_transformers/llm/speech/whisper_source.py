@@ -10,7 +10,6 @@ with ``from_pretrained``.
 
 from __future__ import annotations
 
-import glob
 import os
 from typing import Any
 
@@ -24,6 +23,7 @@ from ..source import (
     checkpoint_names,
     in_memory,
     parameters_on_meta,
+    safetensors_files,
 )
 
 #: files of a Whisper folder its processor reads, copied beside the tokenizer's
@@ -52,12 +52,7 @@ def _from_folder(folder: str, precision: str, tokenizer: str | None) -> Source:
     import torch
     import transformers
 
-    weights = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
-    if not weights:
-        raise UnsupportedError(
-            f"{folder!r} has no *.safetensors file: export-llm streams weights from safetensors "
-            f"only. Convert the checkpoint (model.save_pretrained(folder) writes safetensors)."
-        )
+    weights = safetensors_files(folder)
     config = transformers.AutoConfig.from_pretrained(folder)
     stored, files = _check_dtypes(weights, precision)
     with parameters_on_meta():
