@@ -8,7 +8,16 @@ from typing import Any
 import numpy as np
 
 from tonnx._errors import TonnxError
-from tonnx.builder import _constants, _cse, _debug, _folding, _passes, _peephole, _proto, _type_inference
+from tonnx.builder import (
+    _constants,
+    _cse,
+    _debug,
+    _folding,
+    _passes,
+    _peephole,
+    _proto,
+    _type_inference,
+)
 from tonnx.builder._node import Node
 from tonnx.builder._shortcut import OpShortcut
 
