@@ -39,11 +39,30 @@ import bench_llm_precision  # noqa: E402
 
 CONFIG = {**bench_llm_precision.CONFIG, "max_position_embeddings": 1024}
 PROMPT, NEW, LONG = 64, 128, 512
+TOKENS = dict(bos_token_id=1, eos_token_id=2)
+PRESETS = {  # --preset NAME: (transformers config class, its arguments); random weights
+    "llama-4l": ("LlamaConfig", CONFIG),
+    "qwen3-0.6b": ("Qwen3Config", dict(  # Qwen3-0.6B's shapes
+        hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
+        head_dim=128, intermediate_size=3072, vocab_size=151936, tie_word_embeddings=True,
+        max_position_embeddings=1024, rms_norm_eps=1e-6, rope_theta=1000000.0, **TOKENS)),
+    "llama-1b": ("LlamaConfig", dict(  # 1.1 B parameters
+        hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+        intermediate_size=8192, vocab_size=32000, max_position_embeddings=1024, **TOKENS)),
+}
 
 
-def save_llama(folder: str) -> None:
-    bench_llm_precision.CONFIG = CONFIG
-    bench_llm_precision.save_llama(folder)
+def save_model(folder: str, preset: str = "llama-4l") -> None:
+    """A random model of ``preset``'s shape saved with the tests' tokenizer in ``folder``."""
+    import llm_folders
+    import torch
+    import transformers
+
+    name, config = PRESETS[preset]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(getattr(transformers, name)(**config))
+    model.save_pretrained(folder)
+    llm_folders.tokenizer().save_pretrained(folder)
 
 
 def export(source: str, root: str, who: str, precision: str) -> str:
@@ -75,18 +94,19 @@ def share_off(folder: str) -> str:
     return out
 
 
-def prompt_ids(n: int) -> np.ndarray:
-    ids = (np.arange(n, dtype=np.int64) * 7919 + 11) % CONFIG["vocab_size"]
+def prompt_ids(n: int, vocab: int = 32000) -> np.ndarray:
+    ids = (np.arange(n, dtype=np.int64) * 7919 + 11) % vocab
     return ids.astype(np.int32)[None]
 
 
-def decode(og, model, prompt: int = PROMPT, new: int = NEW, clock=time.perf_counter) -> float:
+def decode(og, model, prompt: int = PROMPT, new: int = NEW, clock=time.perf_counter,
+           vocab: int = 32000) -> float:
     """Seconds per new token after the first, a ``prompt``-token prompt, ``new`` greedy tokens
     (``clock``: ``time.process_time`` counts the process's CPU time instead)."""
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=prompt + new, min_length=prompt + new, do_sample=False)
     generator = og.Generator(model, params)
-    generator.append_tokens(prompt_ids(prompt))
+    generator.append_tokens(prompt_ids(prompt, vocab))
     generator.generate_next_token()  # prefill
     start, steps = clock(), 0
     while not generator.is_done():
@@ -95,13 +115,13 @@ def decode(og, model, prompt: int = PROMPT, new: int = NEW, clock=time.perf_coun
     return (clock() - start) / steps
 
 
-def prefill(og, model, long: int = LONG, clock=time.perf_counter) -> float:
+def prefill(og, model, long: int = LONG, clock=time.perf_counter, vocab: int = 32000) -> float:
     """Seconds of the first step after appending a ``long``-token prompt."""
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=long + 1, do_sample=False)
     generator = og.Generator(model, params)
     start = clock()
-    generator.append_tokens(prompt_ids(long))
+    generator.append_tokens(prompt_ids(long, vocab))
     generator.generate_next_token()
     return clock() - start
 
@@ -117,17 +137,21 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true",
                         help="the process's CPU time instead of wall time (a loaded machine)")
     parser.add_argument("--source", help="a save_pretrained folder with a tokenizer to export "
-                        "instead of the random Llama")
+                        "instead of the random model")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="llama-4l",
+                        help="the random model's shape (without --source)")
     parser.add_argument("--share-off", action="store_true",
                         help="also run the builder's folder with past_present_share_buffer false")
     parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="the decoder session's intra-op threads (0: onnxruntime's default)")
     parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
                         help="more exported folders to run in the same rounds (e.g. a 'before')")
     args = parser.parse_args()
     root = args.keep or tempfile.mkdtemp(prefix="bench-llm-decode-")
-    source = args.source or os.path.join(root, "llama")
+    source = args.source or os.path.join(root, "llama" if args.preset == "llama-4l" else args.preset)
     if not os.path.isdir(source):
-        save_llama(source)
+        save_model(source, args.preset)
     folders = {(who, p): export(source, root, who, p)
                for p in args.precisions for who in ("tonnx", "builder")}
     if args.share_off:
@@ -138,46 +162,69 @@ def main() -> None:
         folders[(os.path.basename(os.path.normpath(folder)), "also")] = folder
     import onnxruntime_genai as og
 
-    models = {key: og.Model(folder) for key, folder in folders.items()}
+    models = {key: load(og, folder, args.threads) for key, folder in folders.items()}
     whats = ("decode",) if args.skip_prefill else ("decode", "prefill")
     clock = time.process_time if args.cpu else time.perf_counter
-    run = {"decode": lambda model: decode(og, model, args.prompt, args.new, clock),
-           "prefill": lambda model: prefill(og, model, args.long, clock)}
+    with open(os.path.join(folders[("builder", args.precisions[0])], "genai_config.json")) as f:
+        vocab = min(32000, json.load(f)["model"]["vocab_size"])
+    run = {"decode": lambda model: decode(og, model, args.prompt, args.new, clock, vocab),
+           "prefill": lambda model: prefill(og, model, args.long, clock, vocab)}
     for model in models.values():  # warm-up: first runs allocate
         for what in whats:
             run[what](model)
     times: dict = {key: {what: [] for what in whats} for key in models}
-    for _ in range(args.rounds):
-        for key, model in models.items():  # interleaved: tonnx, builder, tonnx, builder...
+    keys = list(models)
+    for r in range(args.rounds):  # interleaved, the order flipping every round
+        for key in keys if r % 2 == 0 else keys[::-1]:
             for what in whats:
-                times[key][what].append(run[what](model))
+                times[key][what].append(run[what](models[key]))
+    report(args, whats, folders, times)
+
+
+def load(og, folder: str, threads: int):
+    """``folder``'s model; ``threads`` > 0 sets the decoder session's intra-op threads."""
+    if not threads:
+        return og.Model(folder)
+    config = og.Config(folder)
+    config.overlay(json.dumps({"model": {"decoder": {"session_options": {"intra_op_num_threads": threads}}}}))
+    return og.Model(config)
+
+
+def _spread(values: list[float], scale: float = 1e3) -> str:
+    return f"{statistics.median(values) * scale:.2f} ({min(values) * scale:.2f}-{max(values) * scale:.2f})"
+
+
+def _ratios(a: list[float], b: list[float]) -> str:
+    """Median and range of the per-round ratios a/b (rounds run side by side)."""
+    r = [x / y for x, y in zip(a, b)]
+    return f"{statistics.median(r):.3f} ({min(r):.3f}-{max(r):.3f})"
+
+
+def report(args, whats, folders, times) -> None:
+    """Medians (round range) side by side, and the per-round ratios to the builder's."""
     print(f"load average (uptime): {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"rounds {args.rounds}, median of {'CPU' if args.cpu else 'wall'} times; "
-          f"decode: prompt {args.prompt}, {args.new} new tokens")
-    prefill_head = f"{f'prefill {args.long} ms':>32}" if len(whats) > 1 else ""
-    print(f"{'precision':<10}{'decode ms/token':>32}{prefill_head}")
-    print(f"{'':<10}" + f"{'tonnx':>11}{'builder':>11}{'ratio':>10}" * len(whats))
+          f"rounds {args.rounds}, {'CPU' if args.cpu else 'wall'} times, median (min-max); "
+          f"threads {args.threads or 'default'}; decode: prompt {args.prompt}, {args.new} new "
+          f"tokens, ms/token; prefill: {args.long} tokens, ms")
     for p in args.precisions:
-        row = f"{p:<10}"
+        builder = times[("builder", p)]
         for what in whats:
-            t, b = (statistics.median(times[(w, p)][what]) * 1e3 for w in ("tonnx", "builder"))
-            row += f"{t:>11.2f}{b:>11.2f}{t / b:>10.2f}"
-        print(row)
+            t = times[("tonnx", p)][what]
+            print(f"{p:<6}{what:<8} tonnx {_spread(t)}  builder {_spread(builder[what])}  "
+                  f"tonnx/builder per round {_ratios(t, builder[what])}")
         if args.share_off:
-            off = statistics.median(times[("share-off", p)]["decode"]) * 1e3
-            print(f"{'':<10}builder, past_present_share_buffer false: decode {off:.2f} ms/token")
+            off = times[("share-off", p)]["decode"]
+            print(f"{p:<6}decode   builder, past_present_share_buffer false: {_spread(off)}, "
+                  f"per round / builder {_ratios(off, builder['decode'])}")
     for (who, p) in folders:
         if p != "also":
             continue
         builder = times[("builder", args.precisions[0])]
-        row = f"{who}: " + ", ".join(
-            f"{what} {statistics.median(times[(who, p)][what]) * 1e3:.2f} ms "
-            f"({statistics.median(times[(who, p)][what]) / statistics.median(builder[what]):.2f}x the builder's)"
-            for what in whats)
-        print(row)
+        for what in whats:
+            print(f"{who}: {what} {_spread(times[(who, p)][what])}, per round / builder "
+                  f"{_ratios(times[(who, p)][what], builder[what])}")
     print(json.dumps({f"{w}-{p}": {k: [round(x * 1e3, 3) for x in v] for k, v in d.items()}
                       for (w, p), d in times.items()}))
-
 
 if __name__ == "__main__":
     main()
