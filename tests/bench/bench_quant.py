@@ -21,7 +21,18 @@ projections; one row, a decode step), torchao int8 weight-only and int4 group-32
 difference from the quantized PyTorch model with onnxruntime's fusions (default options)
 and without, latency beside the fp32 model.
 
-Prints one JSON line per model.
+``--schemes``: every scheme the quant pack converts, on a 3-layer width x width MLP (bias,
+ReLU; ``--rows`` rows): PT2E static, dynamic, weight-only (the XNNPACK config without
+activations, on the Linear modules) and QAT (``prepare_qat_pt2e``, one SGD step,
+``convert_pt2e``), torchao int8 weight-only, int8 dynamic activations and int4 group-32
+weight-only, exported by tonnx and torch.onnx (opset 21). For each export: file size, ops
+after onnxruntime's optimizations, max difference from the quantized PyTorch model with
+onnxruntime's fusions (default options) and without (basic level), and the one-thread
+latency (ms): ``--rounds`` rounds of interleaved medians (tests/bench/ort_latency.py) in a
+fresh process, median and spread. ``--runtime PYTHON`` (repeatable) measures the same files
+with another interpreter's onnxruntime too (``/work/venv131/bin/python``: 1.31.1).
+
+Prints one JSON line per model (per scheme and runtime with ``--schemes``).
 """
 
 from __future__ import annotations
@@ -35,12 +46,12 @@ import tempfile
 import time
 
 import numpy as np
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def pt2e(model, batches):
+    import torch
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     from torchao.testing.pt2e._xnnpack_quantizer import (
         XNNPACKQuantizer,
@@ -110,6 +121,7 @@ def quantize_static(fp32_path, out_path, batches):
 
 
 def bench(name, size, folder):
+    import torch
     import torchvision
 
     import tonnx
@@ -155,6 +167,7 @@ def bench(name, size, folder):
 
 
 def weight_only(width, folder):
+    import torch
     from torchao.quantization import Int8WeightOnlyConfig, IntxWeightOnlyConfig, quantize_
     from torchao.quantization.granularity import PerGroup
     from torchao.utils import unwrap_tensor_subclass
@@ -197,13 +210,178 @@ def weight_only(width, folder):
     return result
 
 
+def mlp(width):
+    import torch
+
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, width), torch.nn.ReLU(),
+              torch.nn.Linear(width, width)]
+    return torch.nn.Sequential(*layers).eval()
+
+
+def pt2e_scheme(model, x, scheme):
+    """PT2E with the XNNPACK symmetric per-channel config: static, dynamic, weight-only (no
+    activation observers, on the Linear modules) or QAT (one SGD step, then converted)."""
+    import dataclasses
+
+    import torch
+    from torchao.quantization.pt2e import move_exported_model_to_eval
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+    from torchao.testing.pt2e._xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    config = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=scheme == "pt2e_dynamic",
+                                               is_qat=scheme == "pt2e_qat")
+    if scheme == "pt2e_weight_only":
+        quantizer = XNNPACKQuantizer().set_module_type(
+            torch.nn.Linear, dataclasses.replace(config, input_activation=None, output_activation=None))
+    else:
+        quantizer = XNNPACKQuantizer().set_global(config)
+    if scheme != "pt2e_qat":
+        prepared = prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+        prepared(x)
+        return convert_pt2e(prepared)
+    prepared = prepare_qat_pt2e(torch.export.export(model.train(), (x,)).module(), quantizer)
+    optimizer = torch.optim.SGD(prepared.parameters(), lr=1e-3)
+    prepared(x).square().mean().backward()
+    optimizer.step()
+    move_exported_model_to_eval(prepared)
+    return convert_pt2e(prepared)
+
+
+def torchao_scheme(model, scheme):
+    import torch
+    from torchao.quantization import (
+        Int8DynamicActivationInt8WeightConfig,
+        Int8WeightOnlyConfig,
+        IntxWeightOnlyConfig,
+        quantize_,
+    )
+    from torchao.quantization.granularity import PerGroup
+    from torchao.utils import unwrap_tensor_subclass
+
+    config = {"torchao_int8_weight_only": Int8WeightOnlyConfig(),
+              "torchao_int8_dynamic": Int8DynamicActivationInt8WeightConfig(),
+              "torchao_int4_g32": IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))}[scheme]
+    quantize_(model, config)
+    unwrap_tensor_subclass(model)
+    return model
+
+
+SCHEMES = ("pt2e_static", "pt2e_dynamic", "pt2e_weight_only", "pt2e_qat", "torchao_int8_weight_only",
+           "torchao_int8_dynamic", "torchao_int4_g32")
+
+
+def export_schemes(width, rows, folder, schemes) -> dict:
+    """Exports fp32 and every scheme with both exporters into ``folder``; the manifest."""
+    import torch
+
+    import tonnx
+
+    torch.manual_seed(1)
+    x = torch.randn(rows, width)
+    manifest = {"models": {}, "export": {}}
+    paths = {"fp32": os.path.join(folder, "fp32.onnx")}
+    export("fp32", lambda p: tonnx.to_onnx(mlp(width), (x,), filename=p, target_opset=21), paths["fp32"],
+           manifest["export"])
+    expected = {"fp32": mlp(width)(x).detach().numpy()}
+    for scheme in schemes:
+        model = pt2e_scheme(mlp(width), x, scheme) if scheme.startswith("pt2e") else torchao_scheme(mlp(width), scheme)
+        with torch.no_grad():
+            want = model(x).numpy()
+        for exporter in ("tonnx", "torch_onnx"):
+            key = f"{scheme}/{exporter}"
+            path = os.path.join(folder, f"{scheme}_{exporter}.onnx")
+            fn = ((lambda p, m=model: tonnx.to_onnx(m, (x,), filename=p, target_opset=21)) if exporter == "tonnx" else
+                  (lambda p, m=model: torch.onnx.export(m, (x,), p, dynamo=True, external_data=False, opset_version=21)))
+            if export(key, fn, path, manifest["export"]):
+                paths[key], expected[key] = path, want
+    np.savez(os.path.join(folder, "feeds.npz"), x.numpy())
+    np.savez(os.path.join(folder, "expected.npz"), **{k.replace("/", "__"): v for k, v in expected.items()})
+    manifest["models"] = paths
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    return manifest
+
+
+def measure(folder, rounds) -> dict:
+    """In this interpreter's onnxruntime (only numpy and onnxruntime imported): per model,
+    ops after the default optimizations, max difference fused/unfused, one-thread latency
+    (ms) over ``rounds`` rounds of interleaved medians."""
+    import onnxruntime as ort
+
+    sys.path.insert(0, HERE)
+    from ort_latency import turn_medians_ms, warm_sessions
+
+    with open(os.path.join(folder, "manifest.json")) as f:
+        paths = json.load(f)["models"]
+    feeds = np.load(os.path.join(folder, "feeds.npz"))["arr_0"]
+    expected = np.load(os.path.join(folder, "expected.npz"))
+    result = {"onnxruntime": ort.__version__, "models": {}}
+    for key, path in paths.items():
+        row = result["models"].setdefault(key, {"MB": round(os.path.getsize(path) / 1e6, 3)})
+        want = expected[key.replace("/", "__")]
+        for fused in (True, False):
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            if fused:
+                options.optimized_model_filepath = path + ".opt.onnx"
+            else:
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            got = session.run(None, {session.get_inputs()[0].name: feeds})[0]
+            row["max_diff" + ("" if fused else "_unfused")] = float(np.abs(got - want).max())
+        row["ops"] = optimized_ops(path + ".opt.onnx")
+    runs = warm_sessions(list(paths.values()), [feeds], threads=1)
+    ms = [turn_medians_ms(runs, 3.0, max_turns=3000) for _ in range(rounds)]
+    for i, key in enumerate(paths):
+        values = sorted(r[i] for r in ms)
+        result["models"][key]["ms"] = round(values[len(values) // 2], 4)
+        result["models"][key]["ms_spread"] = [round(values[0], 4), round(values[-1], 4)]
+    result["uptime"] = os.getloadavg()
+    return result
+
+
+def optimized_ops(path) -> dict:
+    """Op counts of onnxruntime's optimized graph (read without the onnx package's checker)."""
+    import onnx
+
+    counts: dict = {}
+    for node in onnx.load(path).graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
+def schemes_bench(args):
+    with tempfile.TemporaryDirectory() as folder:
+        manifest = export_schemes(args.width, args.rows, folder, args.schemes or SCHEMES)
+        print(json.dumps({"export": manifest["export"], "width": args.width, "rows": args.rows}), flush=True)
+        for python in [sys.executable] + args.runtime:
+            out = subprocess.run([python, os.path.abspath(__file__), "--measure", folder, "--rounds", str(args.rounds)],
+                                 capture_output=True, text=True, check=True)
+            print(out.stdout.strip(), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=["resnet18", "mobilenet_v2"])
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--weight-only", action="store_true")
     parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--schemes", nargs="*", default=None, choices=SCHEMES)
+    parser.add_argument("--rows", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runtime", action="append", default=[])
+    parser.add_argument("--measure", default=None)
     args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.rounds)))
+        return
+    if args.schemes is not None:
+        schemes_bench(args)
+        return
     with tempfile.TemporaryDirectory() as folder:
         if args.weight_only:
             print(json.dumps(weight_only(args.width, folder)), flush=True)

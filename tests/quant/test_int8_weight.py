@@ -5,9 +5,12 @@ weight kept an 8-bit initializer (a run-time cast is the same DequantizeLinear).
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import tonnx
 
 from ._check import Op, export_and_run
 
@@ -60,3 +63,58 @@ def test_int_mm(m, k, n, seed):
     b[:, 0] = -128
     (expected,), (got,), _ = export_and_run(Op(lambda mod, x, y: torch._int_mm(x, y)), [a, b])
     np.testing.assert_array_equal(expected, got)
+
+
+def _session(onx, fused: bool, folder):
+    """onnxruntime on one thread; ``fused``: default optimizations (the optimized graph is
+    saved to read which ops ran), else basic level (the graph's own arithmetic)."""
+    import os
+
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    if fused:
+        options.optimized_model_filepath = os.path.join(folder, "optimized.onnx")
+    else:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    return ort.InferenceSession(onx.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+@settings(max_examples=12, deadline=None)
+@given(rows=st.integers(1, 3), k=st.sampled_from([16, 32, 48, 80]), n=st.sampled_from([8, 24]),
+       dtype=st.sampled_from([torch.int8, torch.uint8]), seed=st.integers(0, 2**16))
+def test_weight_only_matmul_fuses_into_matmulnbits(rows, k, n, dtype, seed, tmp_path_factory):
+    """torchao's int8 weight-only linear, ``x @ w.t().to(float32) * scale``: from opset 21
+    the weight is an int8 (K, N) initializer with DequantizeLinear(axis=0, block_size=32) of
+    scales 1.0, which onnxruntime fuses into MatMulNBits(bits=8). Unfused: torch's values
+    (float32 rounding of the matmul). Fused: the kernel quantizes each block of 32 values of
+    a row of x to int8 (accuracy level 4), so the error is bounded per output by half a step
+    of each block times the weights it meets; the test computes that bound."""
+    folder = tmp_path_factory.mktemp("int8_matmulnbits")
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randint(info.min, info.max + 1, (n, k), generator=g, dtype=dtype)
+    scale = torch.rand(n, generator=g) * 0.01 + 1e-3
+    x = torch.randn(rows, k, generator=g)
+    module = Op(lambda m, a: a @ m.w.t().to(torch.float32) * m.scale, w=w, scale=scale)
+    with torch.no_grad():
+        expected = module(x).numpy()
+    onx = tonnx.to_onnx(module, (x,), target_opset=21)
+    weights = [i for i in onx.graph.initializer if tuple(i.dims) == (k, n)]
+    assert [i.data_type for i in weights] == [3 if dtype == torch.int8 else 2]
+    dq = [nd for nd in onx.graph.node if nd.op_type == "DequantizeLinear"]
+    assert [(a.name, a.i) for a in dq[0].attribute] == [("axis", 0), ("block_size", 32)]
+    name = onx.graph.input[0].name
+    unfused = _session(onx, False, folder).run(None, {name: x.numpy()})[0]
+    np.testing.assert_allclose(unfused, expected, rtol=1e-5, atol=1e-6)
+    fused = _session(onx, True, folder).run(None, {name: x.numpy()})[0]
+    assert "MatMulNBits" in [nd.op_type for nd in onnx.load(str(folder / "optimized.onnx")).graph.node]
+    blocks = -(-k // 32)
+    xs = np.zeros((rows, blocks * 32), np.float64)
+    xs[:, :k] = x.numpy()
+    half_step = np.abs(xs.reshape(rows, blocks, 32)).max(axis=2) / 127 / 2  # (rows, blocks)
+    wk = np.zeros((blocks * 32, n), np.float64)
+    wk[:k] = np.abs(w.numpy().astype(np.float64).T)
+    bound = np.einsum("rb,bn->rn", half_step, wk.reshape(blocks, 32, n).sum(axis=1)) * scale.numpy()
+    assert np.all(np.abs(fused - expected) <= bound * 1.001 + 1e-5), np.abs(fused - expected).max()
