@@ -19,11 +19,18 @@ def _load():
     return converters()
 
 
+def _rewrites():
+    from .unsigned_matmul import REWRITES
+
+    return REWRITES
+
+
 @hookimpl
 def tonnx_pack() -> PackSpec:
     return PackSpec(
         name="quant",
         load=_load,
+        rewrites=_rewrites,
         version=__version__,
         priority=100,
         description="quantized models (quantized_decomposed, torchao) to QuantizeLinear/DequantizeLinear",

@@ -118,3 +118,25 @@ def test_weight_only_matmul_fuses_into_matmulnbits(rows, k, n, dtype, seed, tmp_
     wk[:k] = np.abs(w.numpy().astype(np.float64).T)
     bound = np.einsum("rb,bn->rn", half_step, wk.reshape(blocks, 32, n).sum(axis=1)) * scale.numpy()
     assert np.all(np.abs(fused - expected) <= bound * 1.001 + 1e-5), np.abs(fused - expected).max()
+
+
+@settings(max_examples=15, deadline=None)
+@given(m=st.integers(1, 5), k=st.sampled_from([8, 16, 64]), n=st.sampled_from([8, 16]), seed=st.integers(0, 2**16),
+       transposed=st.booleans())
+def test_int_mm_constant_weight_runs_unsigned(m, k, n, seed, transposed):
+    """int8 activations by a constant int8 weight (torchao's dynamic schemes, the weight
+    transposed or not): MatMulInteger on uint8 + 128 with zero points 128 (onnxruntime's
+    fast kernel), the weight stored uint8 once, exact with extreme values on both sides."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (n, k) if transposed else (k, n), generator=g, dtype=torch.int8)
+    a[0, :] = -128
+    a[-1, : k // 2] = 127
+    b.view(-1)[: k // 2] = -128
+    b.view(-1)[-k // 2 :] = 127
+    fn = (lambda mod, x: torch._int_mm(x, mod.w.t())) if transposed else (lambda mod, x: torch._int_mm(x, mod.w))
+    (expected,), (got,), onx = export_and_run(Op(fn, w=b), [a])
+    np.testing.assert_array_equal(expected, got)
+    matmul = [nd for nd in onx.graph.node if nd.op_type == "MatMulInteger"]
+    assert len(matmul) == 1 and len(matmul[0].input) == 4, matmul
+    assert [i.data_type for i in onx.graph.initializer if tuple(i.dims) == (k, n)] == [2]  # one uint8 copy
