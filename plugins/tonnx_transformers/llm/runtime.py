@@ -1,7 +1,7 @@
 """``--runtime``: which runtime the folder's graph is for.
 
 - ``onnxruntime`` (default): the export as configured (with the ``tonnx-ortcontrib`` pack
-  installed, onnxruntime's ``com.microsoft`` fused ops; at the default opset).
+  installed, onnxruntime's ``com.microsoft`` fused ops; at opset 20, see ``ONNXRUNTIME_OPSET``).
 - ``onnx``: the portable flavor, standard domain only, at opset 23: attention is ONNX
   ``Attention``, RMSNorm ``RMSNormalization``, rotary embeddings ``RotaryEmbedding`` (the
   aten pack's rewrites), so the graph is about as compact as the fused one and any ONNX
@@ -18,6 +18,12 @@ RUNTIMES = ("onnxruntime", "onnx")
 
 #: the first opset with Attention, RMSNormalization and RotaryEmbedding
 PORTABLE_OPSET = 23
+
+#: The onnxruntime flavor's main-domain opset (below tonnx's default, 23): its attention,
+#: rotary and norms are ``com.microsoft`` ops, and from 23 the aten pack's
+#: ``RMSNormalization`` takes each norm before the residual Add can fuse into it
+#: (``SkipSimplifiedLayerNormalization``: 2 nodes a layer more, which a decode step pays).
+ONNXRUNTIME_OPSET = 20
 
 #: packs whose converters emit onnxruntime's contrib domain
 _CONTRIB_PACKS = ("ortcontrib",)
@@ -54,7 +60,7 @@ def to_onnx_options(runtime: str, packs: list, context_length: int) -> dict[str,
         from .skip_norm import skip_norm_pack
 
         step = [position_tables_pack(context_length), padding_bias_pack(), skip_norm_pack()]
-        return {"dispatcher": tonnx.Dispatcher(extra_packs=[*packs, *step])}
+        return {"target_opset": ONNXRUNTIME_OPSET, "dispatcher": tonnx.Dispatcher(extra_packs=[*packs, *step])}
     if packs:
         raise tonnx.UnsupportedError(
             "--runtime onnx with a precision that adds its own converter pack; use fp32 or fp16."
