@@ -40,17 +40,24 @@ def as_four_bit(g, name: str, values: np.ndarray, elem: int) -> str:
     return g.make_initializer(g.unique_name(f"{name}_4bit"), values.astype(kind), dedup=False)
 
 
+def _stored(g, name: str, values: np.ndarray, elem: int) -> str:
+    if elem in (TensorProto.INT4, TensorProto.UINT4):
+        return as_four_bit(g, name, values, elem)
+    return g.make_initializer(g.unique_name(f"{name}_blocks"), np.ascontiguousarray(values), dedup=False)
+
+
 def transposed_blocks(g, outputs, name: str, weight: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
                       block: int, elem: int) -> str:
     """A linear's weight ``(N, K)`` quantized in blocks of its rows, stored transposed
-    ``(K, N)`` in 4 bits with ``DequantizeLinear(axis=0, block_size)`` and a ``Transpose``
-    back: onnxruntime folds the Transpose into the Gemm and fuses DequantizeLinear + Gemm
+    ``(K, N)`` in 4 bits (``elem`` INT4/UINT4) or 8 (INT8/UINT8, the weight's own type) with
+    ``DequantizeLinear(axis=0, block_size)`` and a ``Transpose`` back: onnxruntime folds the Transpose into the Gemm and fuses DequantizeLinear + Gemm
     (or MatMul) into MatMulNBits only in this layout (blocks along the reduced dimension,
     axis 0); the other runs DequantizeLinear at every call (1.3 ms against 0.056 ms for a
     1024x1024 weight at 1 thread, tests/bench/bench_quant.py --int4). A zero point of zeros
     is left out (DequantizeLinear's default)."""
-    inputs = [as_four_bit(g, name, weight.T, elem), g.make_initializer("", np.ascontiguousarray(scale.T))]
+    scales = g.make_initializer("", np.ascontiguousarray(scale.T), dedup=False)
+    inputs = [_stored(g, name, weight.T, elem), scales]
     if np.any(zero_point):
-        inputs.append(as_four_bit(g, f"{name}_zero_point", zero_point.T, elem))
+        inputs.append(_stored(g, f"{name}_zero_point", zero_point.T, elem))
     dequantized = g.op.DequantizeLinear(*inputs, axis=0, block_size=block)
     return g.op.Transpose(dequantized, perm=[1, 0], outputs=outputs)

@@ -14,6 +14,7 @@ FAMILIES = (
     "groupwise",
     "fake_quant",
     "int8_weight",
+    "dequantized_linear",
 )
 
 #: torchao's ops exist only once torchao is imported: converted when it is installed.

@@ -12,8 +12,8 @@ import numpy as np
 
 from tonnx.converters import Converter, cast, onnx_type_from_torch, torch_dtype
 
+from ._four_bit import transposed_blocks
 from ._qparams import (
-    reciprocal,
     _FLOAT8,
     FLOAT,
     as_float32_scale,
@@ -26,8 +26,10 @@ from ._qparams import (
     promoted,
     qdq_accepts,
     quant_type,
+    reciprocal,
     zero_point_as,
 )
+from .int8_weight import BLOCK
 
 
 def _axis_shape(rank: int, axis: int) -> list[int]:
@@ -86,7 +88,43 @@ def quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, 
     return dequantize_exact(g, input, scales, zero_points, out, outputs, shape=_axis_shape(rank, axis))
 
 
+def _weight_of_linears(node) -> bool:
+    """The dequantized tensor is the weight (a constant's 2-D int8/uint8 rows, axis 0) of
+    linears whose input is not a static dequantize: PT2E weight-only and dynamic schemes."""
+    from .dequantized_linear import dequantized_weight_linear
+
+    val = getattr(node.args[0], "meta", {}).get("val")
+    if val is None or val.dim() != 2 or node.args[3] % 2 != 0 or not node.users:  # axis 0 (or -2)
+        return False
+    return all(str(user.target) == "aten.linear.default" and user.args[1] is node and user.args[0] is not node
+               and dequantized_weight_linear(user) for user in node.users)
+
+
+# quantized_decomposed::dequantize_per_channel.default
+def quantized_decomposed_dequantize_per_channel_weight(g, sts, outputs, input, scales, zero_points, axis, quant_min, quant_max, dtype, out_dtype=None):  # noqa: E501
+    "dequantize_per_channel(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor"  # noqa: E501
+    w, s = constant(g, input), constant(g, scales)
+    zp = np.zeros((), np.int64) if zero_points is None else constant(g, zero_points)
+    if (g.main_opset < 21 or w is None or s is None or zp is None or w.dtype not in (np.int8, np.uint8)
+            or s.dtype != np.float32 or out_dtype not in (None, torch_dtype(FLOAT))):
+        return quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min,
+                                                           quant_max, dtype, out_dtype)
+    info = np.iinfo(w.dtype)
+    if np.any(zp < info.min) or np.any(zp > info.max):
+        return quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min,
+                                                           quant_max, dtype, out_dtype)
+    # one scale a row repeated over its blocks: the same products w * s as per channel
+    rows, columns = w.shape
+    blocks = -(-columns // BLOCK)
+    s_blocks = np.repeat(s.reshape(rows, 1), blocks, axis=1)
+    z_blocks = np.repeat(np.broadcast_to(zp, (rows,)).reshape(rows, 1), blocks, axis=1).astype(w.dtype)
+    elem = onnx_type_from_torch(torch_dtype(g.get_type(input)))
+    return transposed_blocks(g, outputs, input, w, s_blocks, z_blocks, BLOCK, elem)
+
+
 CONVERTERS = (
+    Converter("quantized_decomposed::dequantize_per_channel.default", quantized_decomposed_dequantize_per_channel_weight,
+              applies=_weight_of_linears, priority=110),
     Converter("quantized_decomposed::quantize_per_channel.default", quantized_decomposed_quantize_per_channel),
     Converter("quantized_decomposed::dequantize_per_channel.default", quantized_decomposed_dequantize_per_channel),
 )

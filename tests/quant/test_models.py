@@ -73,7 +73,9 @@ class ConvLinear(torch.nn.Module):
 
 
 def int8_weights(onx) -> int:
-    return sum(1 for i in onx.graph.initializer if i.data_type == 3 and len(i.dims) >= 2)
+    """Matrices stored in 8 bits: int8, or uint8 (an int8 weight of MatMulInteger is stored
+    + 128 in uint8, tonnx_quant/unsigned_matmul.py)."""
+    return sum(1 for i in onx.graph.initializer if i.data_type in (2, 3) and len(i.dims) >= 2)
 
 
 def test_pt2e_static_conv_linear_is_exact():
@@ -157,7 +159,7 @@ def test_pt2e_torchvision(name, steps):
 
 def test_torchao_int8_dynamic_activation_mlp_is_exact():
     """torchao's int8 dynamic activations (per token, choose_qparams_affine) and int8
-    weights: MatMulInteger on the int8 weight, equal to torch bit for bit. (With a GELU
+    weights: MatMulInteger on the weight (stored uint8 + 128), equal to torch bit for bit. (With a GELU
     between the layers, whose float32 result differs from torch's in the last bit, a row's
     maximum and so its scale can move: 4.8e-3 measured on this block.)"""
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
@@ -219,7 +221,7 @@ def test_torchao_llama(scheme):
     unwrap_tensor_subclass(model)
     ids = torch.randint(0, 256, (2, 8), generator=torch.Generator().manual_seed(0))
     onx = tonnx.to_onnx(Logits(model), (ids,), target_opset=21)
-    # int8 weight-only: the cast of the int8 weight is DequantizeLinear(w, 1.0), kept int8
+    # int8 weight-only: the cast of the int8 weight is a DequantizeLinear, kept int8
     if scheme == "int4_weight_only":  # q, k, v, o, gate, up, down, lm_head: INT4, two values a byte
         assert sum(1 for i in onx.graph.initializer if i.data_type == TensorProto.INT4) == 8
     else:
