@@ -27,6 +27,7 @@ from torchao.testing.pt2e._xnnpack_quantizer import (
 from torchao.utils import unwrap_tensor_subclass
 
 import tonnx
+from bench_quant import pt2e_scheme  # tests/bench, beside this script
 
 
 def mlp():
@@ -91,6 +92,8 @@ def main() -> None:
     cases = {  # name -> (model, input, opset)
         "pt2e_static_conv_linear": lambda: (pt2e(ConvLinear().eval(), x4), x4, 20),
         "pt2e_dynamic_mlp": lambda: (pt2e(mlp(), x2, True), x2, 20),
+        "pt2e_dynamic_mlp_blocked_weights": lambda: (pt2e(mlp(), x2, True), x2, 21),
+        "pt2e_weight_only_mlp": lambda: (pt2e_scheme(mlp(), x2, "pt2e_weight_only"), x2, 21),
         "qat_prepared_mlp": lambda: (qat_prepared(x2), x2, 20),
         "torchao_int8_weight_only": lambda: (ao(Int8WeightOnlyConfig()), x2, 21),
         "torchao_int4_weight_only_g32": lambda: (
