@@ -118,7 +118,7 @@ def quantized_decomposed_dequantize_per_channel_weight(g, sts, outputs, input, s
     blocks = -(-columns // BLOCK)
     s_blocks = np.repeat(s.reshape(rows, 1), blocks, axis=1)
     z_blocks = np.repeat(np.broadcast_to(zp, (rows,)).reshape(rows, 1), blocks, axis=1).astype(w.dtype)
-    elem = onnx_type_from_torch(torch_dtype(g.get_type(input)))
+    elem = g.get_type(input)  # INT8 or UINT8, stored as it is
     return transposed_blocks(g, outputs, input, w, s_blocks, z_blocks, BLOCK, elem)
 
 
