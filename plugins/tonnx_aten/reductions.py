@@ -504,10 +504,42 @@ def aten_cumprod(g, sts, outputs, self, dim, dtype=None):
 def _softmax(g, op_type: str, elem: int, self: str, dim: int) -> str:
     """Softmax/LogSoftmax on one axis (any axis: opset >= 13 has no flattening)."""
     x = cast(g, cast(g, self, elem), _acc_type(elem))
-    if g.get_rank(self) == 0:
+    rank = g.get_rank(self)
+    if rank == 0:
         value = g.make_node(op_type, [g.op.Reshape(x, [1])], axis=0)
         return cast(g, g.op.Reshape(value, np.array([], dtype=np.int64)), elem)
-    return cast(g, g.make_node(op_type, [x], axis=dim), elem)
+    axis = dim % rank
+    if axis < rank - 2:
+        return cast(g, _softmax_3d(g, op_type, x, g.get_shape(self), axis), elem)
+    return cast(g, g.make_node(op_type, [x], axis=axis), elem)
+
+
+def _softmax_3d(g, op_type: str, x: str, shape, axis: int) -> str:
+    """Softmax over ``axis`` with two or more dimensions after it, on ``x`` viewed as
+    (before, axis, after): the same kernel on the same numbers. onnxruntime computes a
+    softmax over an inner axis by moving that axis last and back; with several dimensions
+    after it that is a generic transpose, with one a fast one. yolo11's box head, softmax
+    over dim 1 of (1, 16, 4, 8400), one thread, onnxruntime 1.32: 10.8 ms as it is, 2.4 ms
+    viewed as (1, 16, 33600). ``shape`` is ``x``'s (a cast's result may have none recorded)."""
+    if all(type(d) is int for d in shape):
+        view = [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])]
+        view_shape = g.make_initializer("", np.array(view, dtype=np.int64))
+        back = g.make_initializer("", np.array(shape, dtype=np.int64))
+    else:  # products, not -1: a -1 beside a 0 is ambiguous
+        before, after = _shape_product(g, x, 0, axis), _shape_product(g, x, axis + 1, None)
+        view_shape = g.op.Concat(before, g.op.Shape(x, start=axis, end=axis + 1), after, axis=0)
+        back = g.op.Shape(x)
+    # allowzero: a 0 in the shape is a 0-sized dimension, not "keep the input's"
+    view = g.op.Reshape(x, view_shape, allowzero=1)
+    return g.op.Reshape(g.make_node(op_type, [view], axis=1), back, allowzero=1)
+
+
+def _shape_product(g, x: str, start: int, end: int | None) -> str:
+    """(1,) int64: the product of ``x``'s dimensions ``start:end`` (1 when there are none)."""
+    if end == start:
+        return g.make_initializer("", np.array([1], dtype=np.int64))
+    kwargs = {"start": start} if end is None else {"start": start, "end": end}
+    return g.op.ReduceProd(g.op.Shape(x, **kwargs), keepdims=1)
 
 
 # aten::_softmax.default
