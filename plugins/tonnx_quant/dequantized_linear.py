@@ -32,6 +32,13 @@ def _target(value) -> str:
     return str(getattr(value, "target", ""))
 
 
+def reads_weight_of_linear(user, weight) -> bool:
+    """``user`` is a linear taking ``weight`` as its weight only, its input not a static
+    dequantize (whose linear onnxruntime fuses into QGemm with a per-channel weight)."""
+    return (str(user.target) == "aten.linear.default" and len(user.args) > 1 and user.args[1] is weight
+            and user.args[0] is not weight and _target(user.args[0]) not in _STATIC_ACTIVATION)
+
+
 def dequantized_weight_linear(node) -> bool:
     """A 2-D float32 linear with a bias, whose weight is dequantized and whose input is not
     a static dequantize."""

@@ -89,15 +89,14 @@ def quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, 
 
 
 def _weight_of_linears(node) -> bool:
-    """The dequantized tensor is the weight (a constant's 2-D int8/uint8 rows, axis 0) of
-    linears whose input is not a static dequantize: PT2E weight-only and dynamic schemes."""
-    from .dequantized_linear import dequantized_weight_linear
+    """The dequantized tensor is the weight (a 2-D tensor's rows, axis 0) of linears whose
+    input is not a static dequantize: PT2E weight-only and dynamic schemes."""
+    from .dequantized_linear import reads_weight_of_linear
 
     val = getattr(node.args[0], "meta", {}).get("val")
     if val is None or val.dim() != 2 or node.args[3] % 2 != 0 or not node.users:  # axis 0 (or -2)
         return False
-    return all(str(user.target) == "aten.linear.default" and user.args[1] is node and user.args[0] is not node
-               and dequantized_weight_linear(user) for user in node.users)
+    return all(reads_weight_of_linear(user, node) for user in node.users)
 
 
 # quantized_decomposed::dequantize_per_channel.default

@@ -19,6 +19,7 @@ from tonnx.converters import Converter, cast, shape_of, shape_tensor, torch_dtyp
 
 from ._four_bit import as_four_bit, four_bit_type, transposed_blocks
 from ._qparams import FLOAT, constant, dtype_range, qdq_accepts, quant_type, reciprocal
+from .int8_weight import BLOCK
 
 
 def _blocks(g, input, block_size) -> tuple[list, list[int], list]:
@@ -70,10 +71,12 @@ def torchao_quantize_affine(g, sts, outputs, input, block_size, scale, zero_poin
     return g.op.Reshape(y, g.op.Shape(input), outputs=outputs)
 
 
-def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size, quant_range):
+def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size, quant_range, *, linear=False):
     """One DequantizeLinear for a constant 2-D weight quantized per row or per group of its
     rows (the QDQ form: the weight stays int8, or int4 when its range fits in four bits from
-    opset 21); None when the case is another."""
+    opset 21); None when the case is another. ``linear``: the weight of linears only, an
+    8-bit one stored ``(K, N)`` in blocks (per row: the row's scale over blocks of
+    :data:`BLOCK`) as the 4-bit ones, the layout onnxruntime fuses into MatMulNBits."""
     shape = g.get_shape(input)
     w, s = constant(g, input), constant(g, scale)
     z = constant(g, zero_point) if zero_point is not None else np.zeros((), np.int8)
@@ -94,6 +97,12 @@ def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size, 
     four_bit = four_bit_type(g, w, z, *quant_range)
     if four_bit is not None and groups > 1:
         return transposed_blocks(g, outputs, input, w, s, z, block, four_bit)
+    if linear and four_bit is None and g.main_opset >= 21:
+        if groups == 1:  # per row: the same scale over every block of the row
+            block = BLOCK
+            blocks = -(-columns // block)
+            s, z = np.repeat(s.reshape(rows, 1), blocks, axis=1), np.repeat(z.reshape(rows, 1), blocks, axis=1)
+        return transposed_blocks(g, outputs, input, w, s, z, block, g.get_type(input))
     if four_bit is not None:
         input, z = as_four_bit(g, input, w, four_bit), as_four_bit(g, f"{input}_zero_point", z, four_bit)
     if groups == 1:
@@ -101,16 +110,40 @@ def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size, 
     return g.op.DequantizeLinear(input, s, z, axis=1, block_size=block, outputs=outputs)
 
 
+def _weight_of_linears(node) -> bool:
+    """The dequantized 2-D tensor is the weight of linears only (their input not a static
+    dequantize)."""
+    from .dequantized_linear import reads_weight_of_linear
+
+    val = getattr(node.args[0], "meta", {}).get("val")
+    return (val is not None and val.dim() == 2 and bool(node.users)
+            and all(reads_weight_of_linear(user, node) for user in node.users))
+
+
+# torchao::dequantize_affine.default
+def torchao_dequantize_affine_weight(g, sts, outputs, input, block_size, scale, zero_point, input_dtype, quant_min=None, quant_max=None, output_dtype=6):  # noqa: E501
+    "dequantize_affine(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, ScalarType input_dtype, Scalar? quant_min=None, Scalar? quant_max=None, ScalarType output_dtype=6) -> Tensor"  # noqa: E501
+    return _dequantize_affine(g, sts, outputs, input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
+                              True)
+
+
 # torchao::dequantize_affine.default
 def torchao_dequantize_affine(g, sts, outputs, input, block_size, scale, zero_point, input_dtype, quant_min=None, quant_max=None, output_dtype=6):  # noqa: E501
     "dequantize_affine(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, ScalarType input_dtype, Scalar? quant_min=None, Scalar? quant_max=None, ScalarType output_dtype=6) -> Tensor"  # noqa: E501
+    return _dequantize_affine(g, sts, outputs, input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
+                              False)
+
+
+def _dequantize_affine(g, sts, outputs, input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
+                       linear: bool):
     elem = quant_type(input_dtype)
     if sts.dtype != FLOAT:
         raise UnsupportedError("torchao dequantize_affine to a type other than float32: tonnx converts float32 outputs; quantize the float32 model.")
     _float32(g, scale, "dequantize_affine's scale")
     if zero_point is not None and g.get_shape(zero_point) == (0,):
         zero_point = None
-    found = _blocked_dequantize(g, outputs, input, scale, zero_point, elem, list(block_size), (quant_min, quant_max))
+    found = _blocked_dequantize(g, outputs, input, scale, zero_point, elem, list(block_size), (quant_min, quant_max),
+                                linear=linear)
     if found is not None:
         return found
     view, _, params = _blocks(g, input, block_size)
@@ -161,5 +194,7 @@ def torchao_choose_qparams_affine(g, sts, outputs, input, mapping_type, block_si
 CONVERTERS = (
     Converter("torchao::quantize_affine.default", torchao_quantize_affine),
     Converter("torchao::dequantize_affine.default", torchao_dequantize_affine),
+    Converter("torchao::dequantize_affine.default", torchao_dequantize_affine_weight, applies=_weight_of_linears,
+              priority=110),
     Converter("torchao::choose_qparams_affine.default", torchao_choose_qparams_affine),
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,3 +88,57 @@ def test_static_activation_keeps_gemm():
         expected = module(x).numpy()
     got = _session(onx, False, None).run(None, {onx.graph.input[0].name: x.numpy()})[0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=6, deadline=None)
+@given(k=st.sampled_from([32, 48]), n=st.sampled_from([16, 24]), seed=st.integers(0, 2**16))
+def test_bias_free_linear_of_3d_input_fuses(k, n, seed, tmp_path_factory):
+    """A bias-free linear of a (batch, seq, K) input (a transformer's projection): the
+    blocked (K, N) weight reaches onnxruntime's MatMul and becomes MatMulNBits; unfused,
+    torch's values."""
+    folder = tmp_path_factory.mktemp("dequantized_linear_3d")
+    g = torch.Generator().manual_seed(seed)
+    w, s, z = _quantized(g, n, k, torch.int8)
+    x = torch.randn(2, 3, k, generator=g)
+
+    def fn(m, a):
+        return torch.nn.functional.linear(a, qd.dequantize_per_channel(m.w, m.s, m.z, 0, -128, 127, torch.int8))
+
+    module = Op(fn, w=w, s=s, z=z)
+    with torch.no_grad():
+        expected = module(x).numpy()
+    onx = tonnx.to_onnx(module, (x,), target_opset=21)
+    name = onx.graph.input[0].name
+    np.testing.assert_allclose(_session(onx, False, folder).run(None, {name: x.numpy()})[0], expected,
+                               rtol=1e-5, atol=1e-5)
+    _session(onx, True, folder)
+    ops = [nd.op_type for nd in onnx.load(str(folder / "optimized.onnx")).graph.node]
+    assert "MatMulNBits" in ops and "DequantizeLinear" not in ops, ops
+
+
+@pytest.mark.parametrize("granularity", ["group32", "row"])
+def test_torchao_int8_intx_weight_only_fuses(granularity, tmp_path):
+    """torchao's ``IntxWeightOnlyConfig(weight_dtype=torch.int8)`` (dequantize_affine per
+    group of 32 or per row) on Linear -> ReLU -> bias-free Linear: the weights stored
+    (K, N) int8 in blocks, both layers MatMulNBits; unfused, torch's values."""
+    pytest.importorskip("torchao")
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerAxis, PerGroup
+    from torchao.utils import unwrap_tensor_subclass
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16, bias=False)).eval()
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int8,
+                                          granularity=PerGroup(32) if granularity == "group32" else PerAxis(0)))
+    unwrap_tensor_subclass(model)
+    x = torch.randn(3, 64)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    onx = tonnx.to_onnx(model, (x,), target_opset=21)
+    assert sorted(tuple(i.dims) for i in onx.graph.initializer if i.data_type == 3) == [(32, 16), (64, 32)]
+    name = onx.graph.input[0].name
+    np.testing.assert_allclose(_session(onx, False, tmp_path).run(None, {name: x.numpy()})[0], expected,
+                               rtol=1e-5, atol=1e-5)
+    _session(onx, True, tmp_path)
+    ops = [nd.op_type for nd in onnx.load(str(tmp_path / "optimized.onnx")).graph.node]
+    assert ops.count("MatMulNBits") == 2 and "DequantizeLinear" not in ops, ops
