@@ -37,7 +37,7 @@ def test_projections_packed_and_rotary_inside_attention(exported):
     assert "ortcontrib:gqa_packed_qkv x2" in rewrites
     assert "llm_position_tables:position_tables x2" in rewrites
     # the bias and lengths from attention_mask: transformers' (B, 1, S, T) mask is gone
-    assert "llm_padding_bias:padding_bias x2" in rewrites and "llm_padding_bias:padding_alive x1" in rewrites
+    assert "llm_padding_bias:padding_bias x2" in rewrites and "llm_padding_bias:padding_zeroing x2" in rewrites
     assert not _nodes(onx, "GatherND") and not _nodes(onx, "IsInf")
     attention = _nodes(onx, "GroupQueryAttention")
     assert len(attention) == 2
@@ -53,6 +53,50 @@ def test_projections_packed_and_rotary_inside_attention(exported):
     packed = weights[producers[attention[0].input[0]].input[1]]
     assert tuple(packed.dims) == (model.config.hidden_size, layer * head)
     assert attention[0].input[9] == "position_ids"
+
+
+def test_padding_adds_no_node_to_a_layer(exported):
+    """The bias is attention_mask's row expanded over the queries, once a step; no layer
+    zeroes its attention's rows (GroupQueryAttention gives 0 to a row that sees no key:
+    the next test), so no CumSum of the mask and no Mul reading the op's output."""
+    _, out, _ = exported
+    onx = onnx.load(str(out / "model.onnx"), load_external_data=False)
+    outputs = {n.output[0] for n in _nodes(onx, "GroupQueryAttention")}
+    assert not [n for n in onx.graph.node if set(n.input) & outputs and n.op_type != "MatMul"]
+    assert not _nodes(onx, "CumSum") and len(_nodes(onx, "Where")) == 1
+
+
+def test_attention_gives_zero_to_a_row_that_sees_no_key():
+    """What llm/padding_bias.py relies on, asserted on the installed onnxruntime: with a
+    cache and ``causal=1``, a query row whose bias is -inf for every key comes out 0 (torch's
+    value), not NaN, and the other rows are finite."""
+    import onnxruntime as ort
+    from onnx import TensorProto as TP
+    from onnx import helper as oh
+
+    heads, kv_heads, size, past, new = 2, 1, 16, 2, 3
+    names = ["q", "k", "v", "past_k", "past_v", "seqlens", "total", *[""] * 3, "bias", *[""] * 5, "queries"]
+    node = oh.make_node("GroupQueryAttention", names, ["out", "present_k", "present_v"], domain="com.microsoft",
+                        num_heads=heads, kv_num_heads=kv_heads, causal=1, scale=0.25)
+    inputs = [oh.make_tensor_value_info(n, TP.FLOAT, None) for n in ("q", "k", "v", "past_k", "past_v", "bias")]
+    inputs += [oh.make_tensor_value_info(n, TP.INT32, None) for n in ("seqlens", "total", "queries")]
+    outputs = [oh.make_tensor_value_info(n, TP.FLOAT, None) for n in node.output]
+    model = oh.make_model(oh.make_graph([node], "gqa", inputs, outputs), ir_version=10,
+                          opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid("com.microsoft", 1)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    mask = np.array([[0, 0, 0, 0, 1], [0, 1, 0, 1, 1]], dtype=bool)  # query rows see keys j <= 2 + i
+    feeds = {"q": rng.standard_normal((2, new, heads * size), np.float32),
+             "k": rng.standard_normal((2, new, kv_heads * size), np.float32),
+             "v": rng.standard_normal((2, new, kv_heads * size), np.float32),
+             "past_k": rng.standard_normal((2, kv_heads, past, size), np.float32),
+             "past_v": rng.standard_normal((2, kv_heads, past, size), np.float32),
+             "bias": np.where(mask, 0, -np.inf).astype(np.float32)[:, None, None].repeat(new, 2),
+             "seqlens": np.full(2, past + new - 1, np.int32), "total": np.array(past + new, np.int32),
+             "queries": np.full(2, new, np.int32)}  # fmt: skip
+    out = session.run(["out"], feeds)[0]
+    assert (out[0, :2] == 0).all()  # rows 0 and 1 of the first prompt: keys 0-3 are padding
+    assert np.isfinite(out).all() and (out[0, 2] != 0).any() and (out[1] != 0).any(axis=-1).all()
 
 
 def test_tables_hold_transformers_rotary_values(exported):

@@ -10,10 +10,15 @@ about 40 small nodes a step, and reads the op's lengths from the bias' shape.
 GroupQueryAttention with a cache applies the causal part itself (``causal=1``, the keys
 ``j <= i + T - S``), which is exactly transformers' causal term here. What is left is the
 padding, one row of keys per batch entry: the bias is ``where(attention_mask[b, j], 0,
--inf)`` broadcast over the queries, a row has a visible key when the cumulative count of
-``attention_mask[b, :i + past + 1]`` is positive, and the op's lengths are the mask's
-(``T`` its length, as onnxruntime-genai passes it and the builder's graphs read it). Two rules rewrite the bias of every layer and the zeroing factor once
-each, to the same values on every input (they fire only on that exact structure).
+-inf)`` expanded over the S queries (the op wants a bias of S rows), and the op's lengths
+are the mask's (``T`` its length, as onnxruntime-genai passes it and the builder's graphs
+read it). A query row that sees no key (left padding) keeps its -inf row: with ``causal=1``
+the op's softmax gives that row 0 weight everywhere, so its output is 0, torch's value,
+with no NaN (measured on onnxruntime 1.31.1 and 1.32.0; only 1.32 runs this cached op, see
+ortcontrib's ``_target``; tests/transformers_pack/test_export_llm_graph.py asserts it on the
+installed one). So the pack's per-layer zeroing Mul goes too.
+Two rules rewrite the bias of every layer and drop each layer's zeroing, to the same
+values on every input (they fire only on that exact structure).
 """
 
 from __future__ import annotations
@@ -31,18 +36,19 @@ def padding_bias_pack() -> Any:
     """A pack (for ``Dispatcher(extra_packs=[...])``) with the two stage-1 rules."""
     from tonnx.converters import RewriteRule
 
-    made: dict = {}  # per (graph, mask): the new bias, factor and lengths, shared by layers
+    made: dict = {}  # per (graph, mask): the new bias and lengths, shared by layers
 
     def bias(ctx, node):
         return attention_from_padding(ctx, node, made)
 
-    def factor(ctx, node):
-        return alive_from_padding(ctx, node, made)
+    def zeroing(ctx, node):
+        return zeroing_dropped(ctx, node, made)
 
     rules = [
-        # above position_tables (300): each rewrites the op, the other then sees the result
+        # above position_tables and skip_norm (300; skip_norm matches other Muls): each rewrites
+        # its node, the other then sees the result
         RewriteRule("padding_bias", "GroupQueryAttention", bias, domain=MS_DOMAIN, stage=1, priority=310),
-        RewriteRule("padding_alive", "Squeeze", factor, stage=1),
+        RewriteRule("padding_zeroing", "Mul", zeroing, stage=1, priority=305),
     ]
     return rules_pack("llm_padding_bias", "export-llm: GroupQueryAttention's bias from attention_mask alone", rules)
 
@@ -170,7 +176,7 @@ def _reduced_last(ctx, reduce, source: str) -> bool:
 
 
 class _Parts:
-    """The new bias, row factor and lengths of one mask, made once, read by every layer.
+    """The new bias and lengths of one mask, made once, read by every layer.
 
     Lengths come from ``attention_mask`` (B, T) and the query length S: the cache's own
     length is not read, so a genai folder may share its past and present buffers (a cache
@@ -186,17 +192,10 @@ class _Parts:
         def const(value, dtype=np.int64) -> str:
             return g.make_initializer("", np.array(value, dtype=dtype))
 
-        count = self._add("CumSum", [self._add("Cast", [mask], to=TensorProto.INT32), const(1)])
-        # query i (of the last S keys) sees key j <= T - S + i: a visible key when the count is positive
-        last = self._add("Neg", [self._add("Unsqueeze", [length, const([0])])])
-        seen = self._add("Slice", [count, last, const([2**62]), const([1])])
-        alive = self._add("Greater", [seen, const(0, np.int32)])
-        alive4 = self._add("Unsqueeze", [alive, const([1, 3])])
-        row = self._add("Unsqueeze", [mask, const([1, 2])])
-        zero, minus_inf = const(0.0, floats), const(-np.inf, floats)
-        padded = self._add("Where", [row, zero, minus_inf])
-        self.bias = self._add("Where", [alive4, padded, zero])  # (B, 1, S, T)
-        self.alive = self._add("Cast", [alive], to=float_type)  # (B, S)
+        keys = self._add("Where", [self._add("Unsqueeze", [mask, const([1, 2])]), const(0.0, floats),
+                                   const(-np.inf, floats)])  # (B, 1, 1, T)
+        rows = self._add("Concat", [const([1, 1]), self._add("Unsqueeze", [length, const([0])]), const([1])], axis=0)
+        self.bias = self._add("Expand", [keys, rows])  # (B, 1, S, T)
         batch = self._add("Shape", [mask], start=0, end=1)
         self.total = self._add("Cast", [self._add("Squeeze", [self._add("Shape", [mask], start=1, end=2), const([0])])],
                                to=TensorProto.INT32)
@@ -224,17 +223,28 @@ def _parts(ctx, made: dict, found) -> _Parts:
 def attention_from_padding(ctx, node, made: dict):
     """GroupQueryAttention (cache, causal) whose bias is transformers' mask -> its bias,
     lengths and query lengths from ``attention_mask``, ``T``, ``S`` and ``B``."""
-    a = node.attributes
-    if a.get("causal") != 1 or len(node.inputs) < 17 or not node.inputs[3] or not node.inputs[16]:
-        return None
-    mask_bias = _dead_rows_zeroed(ctx, node.inputs[10])
-    found = mask_bias and _hf_mask(ctx, mask_bias)
-    if not found or not _lengths_of(ctx, node, node.inputs[10]):
+    found = _rewritable(ctx, node)
+    if not found:
         return None
     parts = _parts(ctx, made, found)
     inputs = list(node.inputs)
     inputs[5], inputs[6], inputs[10], inputs[16] = parts.seqlens, parts.total, parts.bias, parts.queries
-    return [*parts.take(), ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **a)]
+    return [*parts.take(), ctx.node(node.op_type, inputs, node.outputs, domain=node.domain, **node.attributes)]
+
+
+def _cached_causal(node) -> bool:
+    a = node.attributes
+    return a.get("causal") == 1 and len(node.inputs) >= 17 and bool(node.inputs[3]) and bool(node.inputs[16])
+
+
+def _rewritable(ctx, node):
+    """(mask, S, float type) of transformers' mask when :func:`attention_from_padding`
+    rewrites the GroupQueryAttention ``node``, else None."""
+    if not _cached_causal(node):
+        return None
+    mask_bias = _dead_rows_zeroed(ctx, node.inputs[10])
+    found = mask_bias and _hf_mask(ctx, mask_bias)
+    return found if found and _lengths_of(ctx, node, node.inputs[10]) else None
 
 
 def _lengths_of(ctx, node, bias: str) -> bool:
@@ -259,21 +269,42 @@ def _lengths_of(ctx, node, bias: str) -> bool:
     return all(dims(node.inputs[i]) == {bias} for i in (5, 6, 16))
 
 
-def alive_from_padding(ctx, node, made: dict):
-    """``Squeeze(Cast(Not(IsInf(ReduceMax(mask bias)))), 1)``, the pack's 0/1 factor of
-    each query row, -> the same factor from ``attention_mask``."""
-    cast = producer(ctx, node.inputs[0], "Cast")
+def zeroing_dropped(ctx, node, made: dict):
+    """``Mul(GroupQueryAttention output, Squeeze(Cast(Not(IsInf(ReduceMax(mask bias))), 1))``,
+    the pack's zeroing of the query rows that see no key, -> the op's output as it is,
+    when the op is one :func:`attention_from_padding` rewrites or has rewritten: its -inf
+    rows already give 0 (module docstring)."""
+    for out, factor in (node.inputs, node.inputs[::-1]):
+        attention = ctx.producer(out)
+        if attention is None or attention.op_type != "GroupQueryAttention" or attention.domain != MS_DOMAIN:
+            continue
+        found = _zeroing_factor(ctx, factor)
+        if found and out == attention.outputs[0] and _biased_by(ctx, attention, found, made):
+            return [ctx.node("Identity", [out], node.outputs)]
+    return None
+
+
+def _zeroing_factor(ctx, name: str):
+    """transformers' mask (as :func:`_hf_mask`) when ``name`` is ``Squeeze(Cast(Not(IsInf(
+    ReduceMax(mask bias, -1, keepdims)))), 1)``, the pack's 0/1 factor of each query row."""
+    squeeze = producer(ctx, name, "Squeeze")
+    cast = squeeze and producer(ctx, squeeze.inputs[0], "Cast")
     negated = cast and producer(ctx, cast.inputs[0], "Not")
     isinf = negated and producer(ctx, negated.inputs[0], "IsInf")
     reduce = isinf and not isinf.attributes.get("detect_positive", 1) and producer(ctx, isinf.inputs[0], "ReduceMax")
     if not reduce or not _reduced_last(ctx, reduce, reduce.inputs[0]):
         return None
-    axes = constant(ctx, node.inputs[1]) if len(node.inputs) > 1 else None
+    axes = constant(ctx, squeeze.inputs[1]) if len(squeeze.inputs) > 1 else None
     if axes is None or [int(x) for x in axes.reshape(-1)] != [1]:
         return None
     found = _hf_mask(ctx, reduce.inputs[0])
-    if not found or cast.attributes.get("to") != found[-1]:
-        return None
-    parts = _parts(ctx, made, found)
-    factor = ctx.node("Unsqueeze", [parts.alive, ctx.g.make_initializer("", np.array([2], dtype=np.int64))], node.outputs)
-    return [*parts.take(), factor]
+    return found if found and cast.attributes.get("to") == found[-1] else None
+
+
+def _biased_by(ctx, attention, found, made: dict) -> bool:
+    """``attention`` reads the bias of ``found``'s mask: rewritten by this module already,
+    or one :func:`attention_from_padding` rewrites."""
+    parts = made.get((id(ctx.g), *found))
+    if parts is not None and _cached_causal(attention) and attention.inputs[10] == parts.bias:
+        return True
+    return _rewritable(ctx, attention) == found
