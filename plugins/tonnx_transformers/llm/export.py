@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,46 @@ class _Phases:
         return 0, 0
 
 
+class Stage:
+    """An export's staging folder (``path``) and its phases: :meth:`phase` names the phase
+    on the progress line and starts its clock, :meth:`publish` moves the folder into OUT."""
+
+    def __init__(self, staging: Any, phases: _Phases):
+        self.path = staging.path
+        self._staging, self._phases = staging, phases
+        self._starts: dict[str, float] = {}
+        self._end: float | None = None
+
+    def phase(self, name: str) -> None:
+        self._phases.current = name
+        self._starts[name] = time.perf_counter()
+
+    def publish(self) -> list[str]:
+        """Publishes the folder (phase "publish"); the names of the files written."""
+        self.phase("publish")
+        files = sorted(os.listdir(self.path))
+        self._staging.publish()
+        return files
+
+    def seconds(self) -> dict[str, float]:
+        """Each phase's wall seconds, the last one up to the end of the ``staged`` block."""
+        ends = [*list(self._starts.values())[1:], self._end or time.perf_counter()]
+        return {k: e - b for (k, b), e in zip(self._starts.items(), ends)}
+
+
+@contextlib.contextmanager
+def staged(real: str, *, progress: bool | None) -> Iterator[Stage]:
+    """``with staged(OUT, progress=...) as stage:`` the exporters' frame: the progress line
+    and a :class:`~.folder.StagingFolder` beside ``real`` (removed unless published)."""
+    from tonnx.toolkit import Progress
+
+    phases = _Phases()
+    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging:
+        stage = Stage(staging, phases)
+        yield stage
+    stage._end = time.perf_counter()
+
+
 def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
                block_size: int | None = None, verify: bool = True, tokenizer: str | bool | None = None,
                progress: bool | None = False, runtime: str = "onnxruntime",
@@ -73,7 +115,6 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
       ``max_position_embeddings``; needed for models without one, e.g. BLOOM's ALiBi).
     """
     import tonnx
-    from tonnx.toolkit import Progress
 
     from .vision import export_vlm, is_vision_language
 
@@ -93,37 +134,27 @@ def export_llm(source: Any, out: str | os.PathLike, *, precision: str = "fp32",
     folders = [os.fspath(source) if isinstance(source, (str, os.PathLike)) else None, tokenizer or None]
     out = os.fspath(out)
     real = _folder.resolve_output(out, sources=folders)
-    phases, seconds = _Phases(), {}
-
-    def phase(name: str) -> None:
-        phases.current = name
-        seconds[name] = time.perf_counter()
-
-    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging, callers_mode_kept(source):
-        phase("load")
+    with staged(real, progress=progress) as stage, callers_mode_kept(source):
+        stage.phase("load")
         src = load_source(source, precision=precision, tokenizer=tokenizer or None)
         cache_geometry(src.config)  # a model without a key/value cache is refused first
         check_cache_window(src.model, src.config)
         context = context_length or config_context_length(src.config)
-        phase("export")
-        model_file = os.path.join(staging.path, MODEL_FILE)
+        stage.phase("export")
+        model_file = os.path.join(stage.path, MODEL_FILE)
         onx, plan, src, trace = _export(tonnx, src, model_file, spec, block_size, runtime, context)
         _runtime.check_portable(runtime, onx)
-        phase("config")
-        _write_config(staging.path, onx, src, context)
+        stage.phase("config")
+        _write_config(stage.path, onx, src, context)
         if tokenizer is not False:
-            copied = _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
-            check_genai_tokenizer(staging.path, copied, src.tokenizer_folder)
+            copied = _folder.copy_tokenizer(src.tokenizer_folder, stage.path)
+            check_genai_tokenizer(stage.path, copied, src.tokenizer_folder)
         check = None
         if verify:
-            phase("verify")
+            stage.phase("verify")
             check = _verify(model_file, src, spec, plan)
-        phase("publish")
-        files = sorted(os.listdir(staging.path))
-        staging.publish()
-    ends = [*list(seconds.values())[1:], time.perf_counter()]
-    durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
-    return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=durations, check=check,
+        files = stage.publish()
+    return LLMExport(out=out, files=files, streamed=bool(src.weights), seconds=stage.seconds(), check=check,
                      trace=trace)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-import time
 from typing import Any
 
 from tonnx import UnsupportedError
@@ -29,7 +28,7 @@ from tonnx import UnsupportedError
 from .. import folder as _folder
 from .. import precision as _precision
 from .. import runtime as _runtime
-from ..export import LLMExport, _Phases
+from ..export import LLMExport, staged
 from ..tokenizer_check import check_genai_tokenizer, check_tokenizer_option
 from . import whisper_config, whisper_steps
 from .whisper_source import PROCESSOR_FILES, load_whisper
@@ -44,46 +43,34 @@ def export_whisper(source: Any, out: str | os.PathLike, *, precision: str = "fp3
     """Exports a ``WhisperForConditionalGeneration`` (folder or model) to ``out``; the options
     are :func:`~..export.export_llm`'s. ``context_length``: the longest token sequence
     (default and largest: the config's ``max_target_positions``)."""
-    from tonnx.toolkit import Progress
-
     spec = _check_options(precision, block_size, runtime)
     tokenizer = check_tokenizer_option(tokenizer)
     folder = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     out = os.fspath(out)
     real = _folder.resolve_output(out, sources=[folder, tokenizer or None])
-    phases, seconds = _Phases(), {}
-
-    def phase(name: str) -> None:
-        phases.current = name
-        seconds[name] = time.perf_counter()
-
-    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging:
-        phase("load")
+    with staged(real, progress=progress) as stage:
+        stage.phase("load")
         src = load_whisper(source, precision=precision, tokenizer=tokenizer or None)
         context = _context(src.config, context_length)
-        phase("export")
-        files = {name: os.path.join(staging.path, name) for name in (whisper_steps.ENCODER_FILE, whisper_steps.DECODER_FILE)}
+        stage.phase("export")
+        files = {name: os.path.join(stage.path, name) for name in (whisper_steps.ENCODER_FILE, whisper_steps.DECODER_FILE)}
         encoder, decoder, plan = _export(src, files, spec, block_size, runtime, context)
-        phase("config")
+        stage.phase("config")
         feature_folder = folder or src.tokenizer_folder
-        whisper_config.write_json(staging.path, "genai_config.json", whisper_config.genai_config(
+        whisper_config.write_json(stage.path, "genai_config.json", whisper_config.genai_config(
             encoder, decoder, src.config, src.generation_config, context=context))
-        whisper_config.write_json(staging.path, "audio_processor_config.json",
+        whisper_config.write_json(stage.path, "audio_processor_config.json",
                                   whisper_config.audio_processor_config(feature_folder, src.config))
-        _copy(feature_folder, PROCESSOR_FILES, staging.path)
+        _copy(feature_folder, PROCESSOR_FILES, stage.path)
         if tokenizer is not False:
-            copied = _folder.copy_tokenizer(src.tokenizer_folder, staging.path)
-            check_genai_tokenizer(staging.path, copied, src.tokenizer_folder)
+            copied = _folder.copy_tokenizer(src.tokenizer_folder, stage.path)
+            check_genai_tokenizer(stage.path, copied, src.tokenizer_folder)
         check = None
         if verify:
-            phase("verify")
+            stage.phase("verify")
             check = _verify(files, src, spec, plan)
-        phase("publish")
-        written = sorted(os.listdir(staging.path))
-        staging.publish()
-    ends = [*list(seconds.values())[1:], time.perf_counter()]
-    durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
-    return LLMExport(out=out, files=written, streamed=bool(src.weights), seconds=durations, check=check)
+        written = stage.publish()
+    return LLMExport(out=out, files=written, streamed=bool(src.weights), seconds=stage.seconds(), check=check)
 
 
 def _check_options(precision: str, block_size: int | None, runtime: str) -> Any:

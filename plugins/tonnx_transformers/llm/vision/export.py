@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
 from .. import folder as _folder
 from .. import precision as _precision
 from .. import runtime as _runtime
-from ..export import LLMExport, _Phases
+from ..export import LLMExport, staged
 from ..tokenizer_check import check_genai_tokenizer, check_tokenizer_option
 from . import families
 
@@ -42,7 +41,6 @@ def export_vlm(source: Any, out: str | os.PathLike, *, precision: str = "fp32", 
     """Exports a vision-language model folder to ``out`` (see the module's docstring);
     the options mean what they mean for :func:`~tonnx_transformers.llm.export.export_llm`."""
     from tonnx import UnsupportedError
-    from tonnx.toolkit import Progress
 
     if precision not in PRECISIONS:
         raise UnsupportedError(
@@ -54,36 +52,26 @@ def export_vlm(source: Any, out: str | os.PathLike, *, precision: str = "fp32", 
     source = os.fspath(source)
     family = families.of_folder(source)
     real = _folder.resolve_output(os.fspath(out), sources=[source, tokenizer or None])
-    phases, seconds = _Phases(), {}
-
-    def phase(name: str) -> None:
-        phases.current = name
-        seconds[name] = time.perf_counter()
-
-    with Progress(phases, enabled=progress), _folder.StagingFolder(real) as staging:
-        phase("load")
+    with staged(real, progress=progress) as stage:
+        stage.phase("load")
         model = family.load(source)
-        phase("export")
-        graphs, plan = _export_graphs(family, model, staging.path, spec, block_size, runtime,
+        stage.phase("export")
+        graphs, plan = _export_graphs(family, model, stage.path, spec, block_size, runtime,
                                       context_length or family.context_length(model.config))
-        phase("config")
+        stage.phase("config")
         config = family.genai_config(model, graphs, context_length or family.context_length(model.config))
-        _write_json(staging.path, "genai_config.json", config)
-        _write_json(staging.path, "processor_config.json", family.processor_config(source))
+        _write_json(stage.path, "genai_config.json", config)
+        _write_json(stage.path, "processor_config.json", family.processor_config(source))
         if tokenizer is not False:
             folder = tokenizer or source
-            copied = _folder.copy_tokenizer(folder, staging.path)
-            check_genai_tokenizer(staging.path, copied, folder)
+            copied = _folder.copy_tokenizer(folder, stage.path)
+            check_genai_tokenizer(stage.path, copied, folder)
         check = None
         if verify:
-            phase("verify")
-            check = family.verify(staging.path, model, plan)
-        phase("publish")
-        files = sorted(os.listdir(staging.path))
-        staging.publish()
-    ends = [*list(seconds.values())[1:], time.perf_counter()]
-    durations = {k: e - b for (k, b), e in zip(seconds.items(), ends)}
-    return LLMExport(out=os.fspath(out), files=files, streamed=False, seconds=durations, check=check)
+            stage.phase("verify")
+            check = family.verify(stage.path, model, plan)
+        files = stage.publish()
+    return LLMExport(out=os.fspath(out), files=files, streamed=False, seconds=stage.seconds(), check=check)
 
 
 def _export_graphs(family: Any, model: Any, staging: str, spec: Any, block_size: int | None, runtime: str,
