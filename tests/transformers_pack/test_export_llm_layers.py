@@ -7,6 +7,8 @@ check against transformers, and a model whose layers differ must be traced whole
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -149,3 +151,28 @@ def test_two_layers_of_one_computation_make_a_template():
 def test_layers_computing_otherwise_are_refused(stack, says):
     with pytest.raises(LayersDiffer, match=says):
         layer_template(_program(stack()), "layers")
+
+
+def test_the_two_layer_trace_is_the_same_without_the_fake_tensor_cache():
+    """layer_reuse traces its two layers without torch's fake-tensor dispatch cache (faster):
+    the program must be the one traced with it (code, signature, every node's value)."""
+    import tonnx
+    from tonnx_transformers.llm.inputs import example_call
+    from tonnx_transformers.llm.traced_attention import attention_as_one_op
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.Qwen3Config(**FOUR, head_dim=16)).eval()
+    model.config.use_cache = True
+    path, _ = layer_reuse.decoder_layers(model, model.config)
+
+    def traced(uncached):
+        with attention_as_one_op(), layer_reuse.first_layers(model, model.config, path, 2), \
+                (layer_reuse.uncached_fake_dispatch() if uncached else contextlib.nullcontext()):
+            kwargs, dynamic = example_call(model, model.config, device="cpu")
+            program = tonnx.export_program(model, kwargs=kwargs, dynamic_shapes=dynamic)
+        return (program.graph_module.code, str(program.graph_signature),
+                [(n.name, str(n.meta.get("val"))) for n in program.graph.nodes])
+
+    assert torch._dynamo.config.fake_tensor_cache_enabled
+    assert traced(uncached=True) == traced(uncached=False)
+    assert torch._dynamo.config.fake_tensor_cache_enabled  # restored
