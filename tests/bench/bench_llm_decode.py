@@ -11,9 +11,12 @@ before/after beside both), each printed with its ratio to the builder's of the f
 model.onnx): what the builder's graph gives with tonnx's cache layout.
 
 The random Llama of ``bench_llm_precision.py`` (4 layers, hidden 512, vocab 32000; context
-1024 here so a 512-token prompt fits) is exported by both exporters at each precision. All
+1024 here so a 512-token prompt fits) is exported by both exporters at each precision;
+``--preset qwen3-0.6b`` (Qwen3-0.6B's shapes, 28 layers, tied embeddings) or ``llama-1b``
+(16 layers, hidden 2048) builds another random model, ``--threads 1`` runs one thread. All
 folders run in this one process through onnxruntime_genai, interleaved (tonnx, builder,
-tonnx, builder, ...) so background load hits both alike; the median over rounds is printed.
+builder, tonnx, ...: the order flips every round) so background load hits both alike; each
+folder's median and range over the rounds and the per-round tonnx/builder ratios are printed.
 Decode: a 64-token prompt, 128 greedy new tokens, batch 1; the time per new token after the
 first (the first ``generate_next_token`` runs the prefill). Prefill: the first
 ``generate_next_token`` after appending a 512-token prompt.
