@@ -44,7 +44,7 @@ CONFIG = {**bench_llm_precision.CONFIG, "max_position_embeddings": 1024}
 PROMPT, NEW, LONG = 64, 128, 512
 TOKENS = dict(bos_token_id=1, eos_token_id=2)
 PRESETS = {  # --preset NAME: (transformers config class, its arguments); random weights
-    "llama-4l": ("LlamaConfig", CONFIG),
+    "llama-4l": ("LlamaConfig", None),  # CONFIG, read when saved
     "qwen3-0.6b": ("Qwen3Config", dict(  # Qwen3-0.6B's shapes
         hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
         head_dim=128, intermediate_size=3072, vocab_size=151936, tie_word_embeddings=True,
@@ -62,6 +62,7 @@ def save_model(folder: str, preset: str = "llama-4l") -> None:
     import transformers
 
     name, config = PRESETS[preset]
+    config = CONFIG if config is None else config
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(getattr(transformers, name)(**config))
     model.save_pretrained(folder)
@@ -97,13 +98,19 @@ def share_off(folder: str) -> str:
     return out
 
 
-def prompt_ids(n: int, vocab: int = 32000) -> np.ndarray:
-    ids = (np.arange(n, dtype=np.int64) * 7919 + 11) % vocab
+def save_llama(folder: str) -> None:
+    """The 4-layer Llama (``CONFIG``; bench_llm_export.py saves its source with this)."""
+    save_model(folder, "llama-4l")
+
+
+def prompt_ids(n: int, vocab: int | None = None) -> np.ndarray:
+    """``n`` fixed ids below ``vocab`` (default: ``CONFIG``'s, which bench_moe_int4.py sets)."""
+    ids = (np.arange(n, dtype=np.int64) * 7919 + 11) % (vocab or CONFIG["vocab_size"])
     return ids.astype(np.int32)[None]
 
 
 def decode(og, model, prompt: int = PROMPT, new: int = NEW, clock=time.perf_counter,
-           vocab: int = 32000) -> float:
+           vocab: int | None = None) -> float:
     """Seconds per new token after the first, a ``prompt``-token prompt, ``new`` greedy tokens
     (``clock``: ``time.process_time`` counts the process's CPU time instead)."""
     params = og.GeneratorParams(model)
@@ -118,7 +125,7 @@ def decode(og, model, prompt: int = PROMPT, new: int = NEW, clock=time.perf_coun
     return (clock() - start) / steps
 
 
-def prefill(og, model, long: int = LONG, clock=time.perf_counter, vocab: int = 32000) -> float:
+def prefill(og, model, long: int = LONG, clock=time.perf_counter, vocab: int | None = None) -> float:
     """Seconds of the first step after appending a ``long``-token prompt."""
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=long + 1, do_sample=False)
