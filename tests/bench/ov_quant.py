@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import openvino as ov
 import torch
+from bench_quant import pt2e_scheme  # tests/bench, beside this script
 from torchao.quantization import (
     Int8DynamicActivationInt8WeightConfig,
     Int8WeightOnlyConfig,
@@ -27,7 +28,6 @@ from torchao.testing.pt2e._xnnpack_quantizer import (
 from torchao.utils import unwrap_tensor_subclass
 
 import tonnx
-from bench_quant import pt2e_scheme  # tests/bench, beside this script
 
 
 def mlp():
