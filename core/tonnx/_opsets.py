@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-#: The default: opset 23 has the ``Attention``, ``RMSNormalization`` and ``RotaryEmbedding``
-#: ops, which onnxruntime runs faster than their spelled-out form (attention models at
-#: 0.88-0.92 of the time, docs/benchmarks.md), and every runtime tonnx is tested on runs it
-#: (onnxruntime 1.31.1 and later, OpenVINO 2026). torch.onnx.export's default is 20: pass
-#: ``target_opset=20`` for an older runtime.
-DEFAULT_OPSET = 23
+#: torch.onnx.export's default opset, so a model exported by either has the same ops.
+#: 23 (Attention, RMSNormalization, RotaryEmbedding) runs attention models faster but is not
+#: the default yet: onnxruntime has no random-op kernels from 22, and the aten pack's opset-23
+#: rewrites take the chains the ortcontrib pack fuses (docs/benchmarks.md, "Opset 23").
+DEFAULT_OPSET = 20
 #: The oldest main-domain opset the converters emit.
 MIN_OPSET = 18
 #: The newest main-domain opset: onnxruntime 1.31.1 (the oldest runtime tonnx targets)

@@ -19,7 +19,7 @@ RUNTIMES = ("onnxruntime", "onnx")
 #: the first opset with Attention, RMSNormalization and RotaryEmbedding
 PORTABLE_OPSET = 23
 
-#: The onnxruntime flavor's main-domain opset (below tonnx's default, 23): its attention,
+#: The onnxruntime flavor's main-domain opset, whatever tonnx's default: its attention,
 #: rotary and norms are ``com.microsoft`` ops, and from 23 the aten pack's
 #: ``RMSNormalization`` takes each norm before the residual Add can fuse into it
 #: (``SkipSimplifiedLayerNormalization``: 2 nodes a layer more, which a decode step pays).
