@@ -61,3 +61,15 @@ def transposed_blocks(g, outputs, name: str, weight: np.ndarray, scale: np.ndarr
         inputs.append(_stored(g, f"{name}_zero_point", zero_point.T, elem))
     dequantized = g.op.DequantizeLinear(*inputs, axis=0, block_size=block)
     return g.op.Transpose(dequantized, perm=[1, 0], outputs=outputs)
+
+
+def per_row_transposed_blocks(g, outputs, name: str, weight: np.ndarray, scale: np.ndarray,
+                              zero_point: np.ndarray, block: int, elem: int) -> str:
+    """:func:`transposed_blocks` of a weight ``(N, K)`` quantized per row: each row's scale
+    and zero point (one, or one a row) repeated over its blocks of ``block`` columns, the
+    same products ``w * s`` as per row."""
+    rows, columns = weight.shape
+    blocks = -(-columns // block)
+    scales = np.repeat(np.reshape(scale, (rows, 1)), blocks, axis=1)
+    zeros = np.repeat(np.broadcast_to(zero_point, (rows,)).reshape(rows, 1), blocks, axis=1).astype(weight.dtype)
+    return transposed_blocks(g, outputs, name, weight, scales, zeros, block, elem)

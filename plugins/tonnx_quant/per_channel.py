@@ -12,7 +12,7 @@ import numpy as np
 
 from tonnx.converters import Converter, cast, onnx_type_from_torch, torch_dtype
 
-from ._four_bit import transposed_blocks
+from ._four_bit import per_row_transposed_blocks
 from ._qparams import (
     _FLOAT8,
     FLOAT,
@@ -104,21 +104,21 @@ def quantized_decomposed_dequantize_per_channel_weight(g, sts, outputs, input, s
     "dequantize_per_channel(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor"  # noqa: E501
     w, s = constant(g, input), constant(g, scales)
     zp = np.zeros((), np.int64) if zero_points is None else constant(g, zero_points)
+    if not _blockable(g, w, s, zp, out_dtype):
+        return quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min,
+                                                           quant_max, dtype, out_dtype)
+    elem = g.get_type(input)  # INT8 or UINT8, stored as it is
+    return per_row_transposed_blocks(g, outputs, input, w, s, zp, BLOCK, elem)
+
+
+def _blockable(g, w, s, zp, out_dtype) -> bool:
+    """A constant int8/uint8 weight with float32 scales and zero points in its range, to
+    float32, from opset 21 (blocked DequantizeLinear)."""
     if (g.main_opset < 21 or w is None or s is None or zp is None or w.dtype not in (np.int8, np.uint8)
             or s.dtype != np.float32 or out_dtype not in (None, torch_dtype(FLOAT))):
-        return quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min,
-                                                           quant_max, dtype, out_dtype)
+        return False
     info = np.iinfo(w.dtype)
-    if np.any(zp < info.min) or np.any(zp > info.max):
-        return quantized_decomposed_dequantize_per_channel(g, sts, outputs, input, scales, zero_points, axis, quant_min,
-                                                           quant_max, dtype, out_dtype)
-    # one scale a row repeated over its blocks: the same products w * s as per channel
-    rows, columns = w.shape
-    blocks = -(-columns // BLOCK)
-    s_blocks = np.repeat(s.reshape(rows, 1), blocks, axis=1)
-    z_blocks = np.repeat(np.broadcast_to(zp, (rows,)).reshape(rows, 1), blocks, axis=1).astype(w.dtype)
-    elem = g.get_type(input)  # INT8 or UINT8, stored as it is
-    return transposed_blocks(g, outputs, input, w, s_blocks, z_blocks, BLOCK, elem)
+    return not (np.any(zp < info.min) or np.any(zp > info.max))
 
 
 CONVERTERS = (

@@ -17,7 +17,7 @@ import numpy as np
 from tonnx import UnsupportedError
 from tonnx.converters import Converter, cast, shape_of, shape_tensor, torch_dtype
 
-from ._four_bit import as_four_bit, four_bit_type, transposed_blocks
+from ._four_bit import as_four_bit, four_bit_type, per_row_transposed_blocks, transposed_blocks
 from ._qparams import FLOAT, constant, dtype_range, qdq_accepts, quant_type, reciprocal
 from .int8_weight import BLOCK
 
@@ -99,9 +99,7 @@ def _blocked_dequantize(g, outputs, input, scale, zero_point, elem, block_size, 
         return transposed_blocks(g, outputs, input, w, s, z, block, four_bit)
     if linear and four_bit is None and g.main_opset >= 21:
         if groups == 1:  # per row: the same scale over every block of the row
-            block = BLOCK
-            blocks = -(-columns // block)
-            s, z = np.repeat(s.reshape(rows, 1), blocks, axis=1), np.repeat(z.reshape(rows, 1), blocks, axis=1)
+            return per_row_transposed_blocks(g, outputs, input, w, s, z, BLOCK, g.get_type(input))
         return transposed_blocks(g, outputs, input, w, s, z, block, g.get_type(input))
     if four_bit is not None:
         input, z = as_four_bit(g, input, w, four_bit), as_four_bit(g, f"{input}_zero_point", z, four_bit)
